@@ -126,39 +126,24 @@ def _crisis_variation(
 
 
 def fixed_responses(store: ContentStore) -> Dict[str, Any]:
-    """Messages that are not topic answers (disclaimer, fallback, follow-ups of the handoff)."""
+    """Messages that are not topic answers but are chosen by rules.
+
+    (The fallback and "something went wrong" texts are sent by code, from
+    ``messages.yml`` directly, so they are not domain responses.)
+    """
     m = store.messages
-    default_suggestions = ["why_miss", "trauma_bond", "healing"]
-    fallback_buttons = [_button(store.topic(t)) for t in default_suggestions]
     return {
-        "utter_disclaimer": [{"custom": {"type": "disclaimer", "text": _flat(m["disclaimer"])}}],
-        "utter_fallback": [{"text": _flat(m["fallback"])}],
-        "utter_fallback_unavailable": [
-            {
-                "text": _flat(m["fallback_unavailable"]),
-                "buttons": fallback_buttons,
-                "custom": {"type": "fallback", "suggestions": default_suggestions},
-            }
-        ],
-        "utter_default": [
-            {
-                "text": _flat(m["fallback"]),
-                "buttons": fallback_buttons,
-                "custom": {"type": "fallback", "suggestions": default_suggestions},
-            }
-        ],
-        "utter_degraded": [{"text": _flat(m["degraded"])}],
-        "utter_keep_talking": [{"text": _flat(m["keep_talking"])}],
-        "utter_no_more_now": [{"text": _flat(m["no_more_now"])}],
-        "utter_affirm_no_context": [{"text": _flat(m["affirm_no_context"])}],
-        "utter_deny_no_context": [{"text": _flat(m["deny_no_context"])}],
-        "utter_conversation_deleted": [{"text": _flat(m["conversation_deleted"])}],
-        "utter_message_too_long": [{"text": _flat(m["message_too_long"])}],
-        "utter_empty_message": [{"text": _flat(m["empty_message"])}],
+        "utter_disclaimer": [{"custom": {"type": "disclaimer", "text": flat(m["disclaimer"])}}],
+        "utter_keep_talking": [{"text": flat(m["keep_talking"])}],
+        "utter_no_more_now": [{"text": flat(m["no_more_now"])}],
+        "utter_affirm_no_context": [{"text": flat(m["affirm_no_context"])}],
+        "utter_deny_no_context": [{"text": flat(m["deny_no_context"])}],
+        "utter_conversation_deleted": [{"text": flat(m["conversation_deleted"])}],
     }
 
 
-def _flat(text: str) -> str:
+def flat(text: str) -> str:
+    """A message from messages.yml as one line (YAML folding leaves no stray breaks)."""
     return " ".join(str(text).split())
 
 

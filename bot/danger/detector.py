@@ -158,17 +158,17 @@ class DangerDetector:
         return doc
 
     def explain(self, text: str) -> Explanation:
-        words = self.normaliser.words(text or "")
+        words, sentences = self.normaliser.tokens(text or "")
         explanation = Explanation(words=words)
         start = 0
         while True:
-            self._explain_window(words[start : start + WINDOW], start, explanation)
+            self._explain_window(words[start : start + WINDOW], sentences[start : start + WINDOW], start, explanation)
             if start + WINDOW >= len(words):
                 break
             start += WINDOW - OVERLAP
         return explanation
 
-    def _explain_window(self, words: List[str], offset: int, out: Explanation) -> None:
+    def _explain_window(self, words: List[str], sentences: List[int], offset: int, out: Explanation) -> None:
         if not words:
             return
         doc = self.doc(words)
@@ -194,7 +194,7 @@ class DangerDetector:
                 continue
             hit = Hit(rule=rule, start=offset + start, end=offset + end, text=doc[start:end].text)
             figures = excepted.get(key, []) + excepted.get(f"{rule.language}{FIGURES}", [])
-            reason = self._suppressed_because(rule, doc, start, end, context, figures)
+            reason = self._suppressed_because(rule, doc, sentences, start, end, context, figures)
             if not reason:
                 hit_keys.add((key, start))
                 out.hits.append(hit)
@@ -206,6 +206,7 @@ class DangerDetector:
         self,
         rule: Rule,
         doc: Doc,
+        sentences: List[int],
         start: int,
         end: int,
         context: Dict[str, bool],
@@ -218,7 +219,10 @@ class DangerDetector:
         if rule.negatable:
             attr = "norm_" if rule.language == "en" else "lemma_"
             before = doc[max(0, start - NEGATION_REACH) : start]
-            if any(getattr(t, attr) in self.negation[rule.language] for t in before):
+            if any(
+                getattr(t, attr) in self.negation[rule.language] and sentences[t.i] == sentences[start]
+                for t in before
+            ):
                 return "negated"
         for name in rule.unless:
             if context.get(name) and not context.get("recent"):

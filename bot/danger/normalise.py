@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Container, Dict, List, Optional, Set
+from typing import Container, Dict, List, Optional, Set, Tuple
 
 #: Characters that hide words without showing anything (zero-width, soft hyphen).
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"), None)
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'", "\u00b4": "'", "\u02bc": "'"})
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
 _STRETCH = re.compile(r"([^\W\d_])\1{2,}", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?;\n\u3002]")
 
 
 def strip_accents(text: str) -> str:
@@ -35,18 +36,35 @@ class Normaliser:
 
     def words(self, text: str) -> List[str]:
         """The message as canonical lowercase words: accents, punctuation and emoji removed."""
+        return self.tokens(text)[0]
+
+    def tokens(self, text: str) -> Tuple[List[str], List[int]]:
+        """Canonical words and, for each, the number of the sentence it is in.
+
+        Sentences matter for negation: in "i dont know. he hit me" the "not"
+        belongs to another sentence and must not cancel "hit me".
+        """
         text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_APOSTROPHES)
         for symbol, word in self.symbols.items():
             if symbol in text:
                 text = text.replace(symbol, f" {word} ")
-        out: List[str] = []
-        for match in _WORD.finditer(strip_accents(text.lower())):
+        words: List[str] = []
+        sentences: List[int] = []
+        sentence = 0
+        last_end = 0
+        lowered = strip_accents(text.lower())
+        for match in _WORD.finditer(lowered):
+            if _SENTENCE_END.search(lowered, last_end, match.start()):
+                sentence += 1
+            last_end = match.end()
             word = self._unstretch(match.group(0))
             replaced = self.replacements.get(word)
             if replaced is None and word.endswith("'s"):
                 replaced = word[:-2]  # "mom's" -> "mom"
-            out.extend((replaced or word).split())
-        return out
+            for part in (replaced or word).split():
+                words.append(part)
+                sentences.append(sentence)
+        return words, sentences
 
     def _unstretch(self, word: str) -> str:
         """"pleeease" -> "please", "killl" -> "kill", "sooo" -> "so"."""

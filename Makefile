@@ -1,0 +1,64 @@
+# Trauma-bond support bot. Two commands do everything on a fresh machine:
+#   make run    set up, train if needed, start the bot and the web app
+#   make test   set up and run every test
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_VERSION := $(shell cat .python-version)
+PYTHON310 := $(shell PYENV_VERSION=$(PYTHON_VERSION) pyenv which python3.10 2>/dev/null || command -v python3.10)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CASES ?= $(firstword $(wildcard ../shared/eval/dev_cases.yml) tests/data/dev_cases.yml)
+RASA_DATA := data/nlu data/rules data/stories
+
+export RASA_TELEMETRY_ENABLED := false
+export TF_CPP_MIN_LOG_LEVEL := 3
+export PYTHONWARNINGS := ignore
+export SQLALCHEMY_SILENCE_UBER_WARNING := 1
+
+.PHONY: help setup build model run test test-fast validate stories eval clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -n "$(PYTHON310)" || { echo "Python 3.10 not found: install it (pyenv install $(PYTHON_VERSION))"; exit 1; }
+	@test -x $(PY) || $(PYTHON310) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check "pip==24.0"
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(STAMP)
+
+setup: $(STAMP) ## Create .venv and install the locked dependencies (once)
+
+build: setup ## Build the spaCy pipeline and check the generated Rasa files
+	@$(PY) -m bot build
+
+model: build ## Train a model if the data changed since the last one
+	@$(PY) -m bot train
+
+run: model ## Set up, train if needed, start the bot (5005), actions (5055) and web app (8080)
+	@$(PY) -m bot run
+
+validate: build ## rasa data validate (warnings fail) and the content checks
+	@$(PY) -m bot check
+	@$(PY) -m rasa data validate --domain domain --data $(RASA_DATA) --config config.yml --fail-on-warnings
+
+stories: model ## rasa test on the test stories (every topic), failing on any prediction error
+	@$(PY) -m rasa test core --model $$(ls -t models/*-$$($(PY) -c 'from bot.training import data_fingerprint; print(data_fingerprint())').tar.gz | head -1) \
+	  --stories tests/stories --out var/results --fail-on-prediction-errors --no-plot
+
+test: validate model ## Set up and run every test
+	@bash scripts/system-deps.sh
+	@$(PY) -m pytest -q
+	@$(MAKE) --no-print-directory stories
+
+test-fast: build ## Unit tests only (no servers, no training)
+	@$(PY) -m pytest -q -m "not slow and not browser and not postgres"
+
+eval: model ## Score the bot on CASES (default: ../shared/eval/dev_cases.yml)
+	@$(PY) -m bot eval --cases $(CASES)
+
+clean: ## Remove trained models, results and runtime data (keeps .venv)
+	rm -rf models/*.tar.gz var results .pytest_cache

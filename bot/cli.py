@@ -1,0 +1,185 @@
+"""The maintainers' command line: ``python -m bot COMMAND`` (or the ``bot`` script).
+
+Library first: every command parses its options, calls a function in ``bot/``
+and prints what happened. Each command's docstring is its ``--help``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from bot import paths
+
+
+def _fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Maintain the trauma-bond support bot: build, train, run, evaluate.
+
+    Run from the repository root. Example: python -m bot train
+    """
+
+
+@cli.command()
+def build() -> None:
+    """Build what the bot needs from the project's data files.
+
+    Builds the English spaCy pipeline (models/spacy-en) and regenerates the
+    Rasa responses and rules from data/content and data/hotlines
+    (domain/answers.yml, domain/crisis.yml, data/rules/answers.yml).
+
+    Example: python -m bot build
+    """
+    from bot.build import write_generated
+    from bot.language import ensure_english_pipeline
+
+    click.echo(f"spaCy pipeline: {ensure_english_pipeline()}")
+    changed = write_generated()
+    for path in changed:
+        click.echo(f"regenerated {path.relative_to(paths.project_dir())}")
+    if not changed:
+        click.echo("generated files are up to date")
+
+
+@cli.command()
+def check() -> None:
+    """Check the content: quotes still in their articles, every topic answered.
+
+    Also checks the hotline directory and that the generated Rasa files match
+    their sources. Exits non-zero and lists the problems if any.
+
+    Example: python -m bot check
+    """
+    from bot.build import stale_files
+    from bot.content import ContentStore
+    from bot.hotlines import directory_problems, load_regions
+
+    problems = ContentStore.load().problems() + directory_problems(load_regions())
+    problems += [f"{p.relative_to(paths.project_dir())} is out of date: run python -m bot build" for p in stale_files()]
+    for problem in problems:
+        click.echo(f"- {problem}", err=True)
+    if problems:
+        _fail(f"{len(problems)} problem(s) in the content")
+    click.echo("content, hotlines and generated files are sound")
+
+
+@cli.command()
+@click.option("--force", is_flag=True, help="Train even if a model for the current data exists.")
+def train(force: bool) -> None:
+    """Train a model (only if the data changed since the last one).
+
+    The model is written to models/ and named by date and data hash.
+
+    Example: python -m bot train
+    """
+    from bot.training import ensure_model, train as train_model
+
+    model = train_model() if force else ensure_model()
+    click.echo(str(model))
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), help="Model to serve.")
+def run(host: str, model_path: Optional[str]) -> None:
+    """Start the bot: action server (5055), Rasa server (5005), web app (8080).
+
+    Trains first if the data changed. Stops everything on Ctrl-C.
+
+    Example: python -m bot run
+    """
+    from bot.build import write_generated
+    from bot.language import ensure_english_pipeline
+    from bot.server import actions_service, rasa_service
+    from bot.training import ensure_model
+
+    ensure_english_pipeline()
+    write_generated()
+    model = Path(model_path) if model_path else ensure_model()
+    services = [actions_service(), rasa_service(model, host=host)]
+    for service in services:
+        click.echo(f"starting {service.name} ...")
+        service.start()
+    try:
+        for service in services:
+            service.wait_ready()
+            click.echo(f"{service.name} is up ({service.health_url})")
+        click.echo(
+            "\nChat over REST:\n  curl -XPOST http://127.0.0.1:5005/webhooks/rest/webhook "
+            "-d '{\"sender\":\"a\",\"message\":\"why do i miss him\"}'\n"
+            f"Logs: {paths.var_dir() / 'logs'}\nPress Ctrl-C to stop."
+        )
+        while all(s.process and s.process.poll() is None for s in services):
+            time.sleep(1)
+        _fail("a service stopped; see its log in var/logs")
+    except KeyboardInterrupt:
+        click.echo("stopping ...")
+    finally:
+        for service in reversed(services):
+            service.stop()
+
+
+@cli.command(name="eval")
+@click.option(
+    "--cases",
+    "cases_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Evaluation file (default: ../shared/eval/dev_cases.yml, else tests/data/dev_cases.yml).",
+)
+@click.option("--url", default="http://127.0.0.1:5005/webhooks/rest/webhook", show_default=True)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the report as JSON.")
+@click.option("--concurrency", default=4, show_default=True)
+def eval_command(cases_path: Optional[str], url: str, json_path: Optional[str], concurrency: int) -> None:
+    """Score the bot on evaluation cases through its REST channel.
+
+    Each case is the first message of a fresh conversation. If no server
+    answers at URL, a temporary one is started with the current model.
+
+    Example: python -m bot eval --cases ../shared/eval/dev_cases.yml
+    """
+    from bot.evaluate import evaluate, format_report, report_json
+    from bot.server import actions_service, is_up, rasa_service
+    from bot.training import ensure_model
+
+    path = Path(cases_path) if cases_path else default_cases()
+    services = []
+    if not is_up(url.rsplit("/", 1)[0] + "/"):
+        model = ensure_model()
+        click.echo(f"no server at {url}: starting one with {model.name} ...")
+        services = [actions_service(), rasa_service(model)]
+        for service in services:
+            service.start()
+        for service in services:
+            service.wait_ready()
+    try:
+        click.echo(f"evaluating {path} ...")
+        report = evaluate(path, url=url, concurrency=concurrency)
+    finally:
+        for service in reversed(services):
+            service.stop()
+    click.echo(format_report(report, title=f"Evaluation of {path}"))
+    if json_path:
+        Path(json_path).write_text(report_json(report), encoding="utf-8")
+
+
+def default_cases() -> Path:
+    shared = paths.project_dir().parent / "shared" / "eval" / "dev_cases.yml"
+    return shared if shared.exists() else paths.project_dir() / "tests" / "data" / "dev_cases.yml"
+
+
+def main() -> None:
+    cli(prog_name="python -m bot")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Custom Rasa NLU graph components of the project (used in config.yml)."""

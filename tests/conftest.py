@@ -1,0 +1,103 @@
+"""Shared fixtures: a real Rasa server (REST + socket.io) with the current model.
+
+Tests talk to the bot through its real interfaces. The server fixtures are
+session-wide: starting Rasa takes ~20 s, so one server serves every test.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+import requests
+import yaml
+
+os.environ.setdefault("RASA_TELEMETRY_ENABLED", "false")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from bot import paths  # noqa: E402
+
+PROJECT = paths.project_dir()
+DATA = Path(__file__).parent / "data"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_endpoints(path: Path, action_port: int, extra: Dict[str, Any] = None) -> Path:
+    config: Dict[str, Any] = {"action_endpoint": {"url": f"http://127.0.0.1:{action_port}/webhook"}}
+    config.update(extra or {})
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    from bot.training import ensure_model
+
+    return ensure_model(log=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def servers(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
+    """The action server and the Rasa server, on free ports."""
+    from bot.server import actions_service, rasa_service
+
+    work = tmp_path_factory.mktemp("servers")
+    action_port, rasa_port = free_port(), free_port()
+    endpoints = write_endpoints(work / "endpoints.yml", action_port)
+    actions = actions_service(port=action_port).start(work)
+    rasa = rasa_service(model_path, port=rasa_port, endpoints=str(endpoints)).start(work)
+    try:
+        actions.wait_ready()
+        rasa.wait_ready()
+        yield {
+            "url": f"http://127.0.0.1:{rasa_port}",
+            "rasa": rasa,
+            "actions": actions,
+            "action_port": action_port,
+            "work": work,
+        }
+    finally:
+        rasa.stop()
+        actions.stop()
+
+
+@pytest.fixture(scope="session")
+def bot_url(servers: Dict[str, Any]) -> str:
+    return servers["url"]
+
+
+class Chat:
+    """One conversation over the REST channel."""
+
+    def __init__(self, base_url: str, sender: str = "") -> None:
+        self.url = f"{base_url}/webhooks/rest/webhook"
+        self.sender = sender or f"test-{uuid.uuid4().hex}"
+
+    def say(self, text: str, **extra: Any) -> List[Dict[str, Any]]:
+        response = requests.post(self.url, json={"sender": self.sender, "message": text, **extra}, timeout=60)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+def customs(messages: List[Dict[str, Any]], kind: str = "") -> List[Dict[str, Any]]:
+    """The ``custom`` payloads of a turn (of one ``type`` if given)."""
+    found = [m["custom"] for m in messages if isinstance(m.get("custom"), dict)]
+    return [c for c in found if not kind or c.get("type") == kind]
+
+
+@pytest.fixture
+def chat(bot_url: str) -> Chat:
+    return Chat(bot_url)
+
+
+@pytest.fixture(scope="session")
+def crisis_cases() -> Dict[str, List[Dict[str, Any]]]:
+    return yaml.safe_load((DATA / "crisis_cases.yml").read_text(encoding="utf-8"))
