@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CASES ?= $(firstword $(wildcard ../shared/eval/dev_cases.yml) tests/data/dev_cases.yml)
-RASA_DATA := data/nlu data/rules data/stories
+RASA_DATA := data/nlu data/rules
 
 export RASA_TELEMETRY_ENABLED := false
 export TF_CPP_MIN_LOG_LEVEL := 3
@@ -46,8 +46,7 @@ validate: build ## rasa data validate (warnings fail) and the content checks
 	@$(PY) -m rasa data validate --domain domain --data $(RASA_DATA) --config config.yml --fail-on-warnings
 
 stories: model ## rasa test on the test stories (every topic), failing on any prediction error
-	@$(PY) -m rasa test core --model $$(ls -t models/*-$$($(PY) -c 'from bot.training import data_fingerprint; print(data_fingerprint())').tar.gz | head -1) \
-	  --stories tests/stories --out var/results --fail-on-prediction-errors --no-plot
+	@$(PY) -m bot stories
 
 test: validate model ## Set up and run every test
 	@bash scripts/system-deps.sh

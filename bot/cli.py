@@ -172,6 +172,35 @@ def eval_command(cases_path: Optional[str], url: str, json_path: Optional[str], 
         Path(json_path).write_text(report_json(report), encoding="utf-8")
 
 
+@cli.command()
+@click.option("--model", "model_path", type=click.Path(exists=True, dir_okay=False), help="Model to test.")
+def stories(model_path: Optional[str]) -> None:
+    """Run the test stories (tests/stories) and fail on any prediction error.
+
+    Every topic, the disclaimer rules and the crisis paths are covered.
+    Results go to var/results.
+
+    Example: python -m bot stories
+    """
+    import subprocess
+
+    from bot.training import ensure_model
+
+    model = Path(model_path) if model_path else ensure_model()
+    command = [
+        sys.executable, "-m", "rasa", "test", "core",
+        "--model", str(model),
+        "--stories", str(paths.project_dir() / "tests" / "stories"),
+        "--out", str(paths.var_dir() / "results"),
+        "--fail-on-prediction-errors",
+        "--no-plot",
+    ]
+    result = subprocess.run(command, cwd=str(paths.project_dir()))
+    if result.returncode != 0:
+        _fail(f"test stories failed: see {paths.var_dir() / 'results' / 'failed_test_stories.yml'}")
+    click.echo("all test stories passed")
+
+
 def default_cases() -> Path:
     shared = paths.project_dir().parent / "shared" / "eval" / "dev_cases.yml"
     return shared if shared.exists() else paths.project_dir() / "tests" / "data" / "dev_cases.yml"

@@ -3,4 +3,10 @@
 Rasa 3.6's stock channels answer bad bodies with a 500, log message text on
 failure, and (socket.io) lose ``custom`` payloads and every reply with
 python-socketio >= 5.10. These replacements keep Rasa's URLs and events.
+
+Loading them also installs ``bot.resilience`` (replies when the action server
+is down), since every server of this project loads these channels.
 """
+from bot import resilience
+
+resilience.install()

@@ -58,7 +58,7 @@ WINDOW = 300  # words per matching window on very long messages
 OVERLAP = 40
 NEGATION_REACH = 4  # words before a match where a "not" cancels a negatable rule
 EXCEPT = ":except"
-FIGURES = ":figures"  # words before a match where a "not" cancels a negatable rule
+FIGURES = ":figures"
 _CLITICS = ("selo", "sela", "melo", "mela", "telo", "tela", "nos", "los", "las", "les", "me", "te", "se", "lo", "la", "le")
 
 
@@ -89,6 +89,20 @@ class Explanation:
     hits: List[Hit] = field(default_factory=list)
     suppressed: List[Tuple[Hit, str]] = field(default_factory=list)
     context: Dict[str, bool] = field(default_factory=dict)
+    figures: List[str] = field(default_factory=list)  # figures of speech found
+
+    @property
+    def judged_safe(self) -> bool:
+        """True when the rules saw danger words and judged them harmless.
+
+        That is: a figure of speech ("this breakup is killing me"), a match that
+        was negated, in the past or excepted, or a message about the past
+        with nothing recent. The classifier's guess does not overrule that.
+        """
+        if self.hits:
+            return False
+        past_only = self.context.get("past", False) and not self.context.get("recent", False)
+        return bool(self.figures or self.suppressed or past_only)
 
 
 class DangerDetector:
@@ -183,6 +197,7 @@ class DangerDetector:
                 excepted.setdefault(key[: -len(EXCEPT)], []).append((start, end))
             elif key.endswith(FIGURES):
                 excepted.setdefault(key, []).append((start, end))
+                out.figures.append(doc[start:end].text)
         for name, value in context.items():
             out.context[name] = out.context.get(name, False) or value
         hit_keys: Set[Tuple[str, int]] = set()

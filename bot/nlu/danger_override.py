@@ -6,6 +6,12 @@ message's intent becomes ``crisis`` with full confidence, whatever the
 classifier or the fallback said, and the category and language are added as
 entities so that the slot mappings pick the right handoff response without
 any call to the action server.
+
+The second net is a bag of words: it knows that "killing", "choked" and
+"hit" appear in crisis examples, not that "this breakup is killing me" is a
+figure of speech. So its guess does not overrule the advocates' rules when
+they saw the danger words and judged them harmless (figure of speech,
+negated, in the past).
 """
 from __future__ import annotations
 
@@ -54,12 +60,12 @@ class CrisisOverride(GraphComponent):
     @staticmethod
     def get_default_config() -> Dict[Text, Any]:
         return {
-            # Hand off when the trained crisis intent is the classifier's best guess
-            # with at least this confidence (the second net).
-            "classifier_threshold": 0.3,
             # When the message fell back (nobody is sure what it is), hand off if
             # the crisis intent has at least this confidence ("when unsure, hand off").
-            "unsure_threshold": 0.2,
+            "unsure_threshold": 0.3,
+            # Same as the FallbackClassifier's threshold: used when a vetoed crisis
+            # guess leaves no confident topic.
+            "fallback_threshold": 0.4,
         }
 
     def __init__(self, config: Dict[Text, Any], detector: Optional[DangerDetector] = None) -> None:
@@ -88,13 +94,31 @@ class CrisisOverride(GraphComponent):
             self._override(message, detection.category, detection.language, "detector", detection.rule_id)
             return
         source = self._classifier_crisis(message)
-        if source:
-            words = self.detector.normaliser.words(text)
-            language = first_language_guess(words, SPANISH_MARKERS) or "en"
-            self._override(message, UNSPECIFIED_CATEGORY, language, source, None)
+        if not source:
+            return
+        if self.detector.explain(text).judged_safe:
+            self._demote(message)
+            return
+        words = self.detector.normaliser.words(text)
+        language = first_language_guess(words, SPANISH_MARKERS) or "en"
+        self._override(message, UNSPECIFIED_CATEGORY, language, source, None)
+
+    def _demote(self, message: Message) -> None:
+        """The classifier guessed crisis where the rules saw a figure of speech: take its next guess."""
+        ranking = [
+            r for r in message.get(INTENT_RANKING_KEY) or []
+            if r.get(INTENT_NAME_KEY) not in (CRISIS_INTENT, FALLBACK_INTENT)
+        ]
+        best = ranking[0] if ranking else None
+        if best is None or (best.get(PREDICTED_CONFIDENCE_KEY) or 0.0) < self.config["fallback_threshold"]:
+            best = {INTENT_NAME_KEY: FALLBACK_INTENT, PREDICTED_CONFIDENCE_KEY: self.config["fallback_threshold"]}
+            ranking = [best, *ranking]
+        message.set(INTENT, best, add_to_output=True)
+        message.set(INTENT_RANKING_KEY, ranking, add_to_output=True)
+        logger.debug("crisis guess of the classifier vetoed by the danger rules (figure of speech)")
 
     def _classifier_crisis(self, message: Message) -> Optional[str]:
-        """"classifier" when the trained crisis intent wins, "unsure" when it is close."""
+        """"classifier" when the trained crisis intent is the best guess, "unsure" when it is close."""
         ranking = [
             r for r in message.get(INTENT_RANKING_KEY) or [] if r.get(INTENT_NAME_KEY) != FALLBACK_INTENT
         ]
@@ -103,10 +127,10 @@ class CrisisOverride(GraphComponent):
         crisis = next((r for r in ranking if r.get(INTENT_NAME_KEY) == CRISIS_INTENT), None)
         if crisis is None:
             return None
-        confidence = crisis.get(PREDICTED_CONFIDENCE_KEY) or 0.0
-        if ranking[0] is crisis and confidence >= self.config["classifier_threshold"]:
+        if ranking[0] is crisis:
             return "classifier"
         intent = (message.get(INTENT) or {}).get(INTENT_NAME_KEY)
+        confidence = crisis.get(PREDICTED_CONFIDENCE_KEY) or 0.0
         if intent == FALLBACK_INTENT and confidence >= self.config["unsure_threshold"]:
             return "unsure"
         return None
@@ -115,6 +139,14 @@ class CrisisOverride(GraphComponent):
     def _override(
         message: Message, category: str, language: str, source: str, rule_id: Optional[str]
     ) -> None:
+        crisis_confidence = next(
+            (
+                r.get(PREDICTED_CONFIDENCE_KEY)
+                for r in message.get(INTENT_RANKING_KEY) or []
+                if r.get(INTENT_NAME_KEY) == CRISIS_INTENT
+            ),
+            0.0,
+        )
         text = message.get(TEXT) or ""
         message.set(INTENT, {INTENT_NAME_KEY: CRISIS_INTENT, PREDICTED_CONFIDENCE_KEY: 1.0}, add_to_output=True)
         ranking = [
@@ -143,7 +175,13 @@ class CrisisOverride(GraphComponent):
         message.set(ENTITIES, entities, add_to_output=True)
         message.set(
             "danger",
-            {"category": category, "language": language, "source": source, "rule": rule_id},
+            {
+                "category": category,
+                "language": language,
+                "source": source,
+                "rule": rule_id,
+                "classifier_confidence": round(float(crisis_confidence or 0.0), 4),
+            },
             add_to_output=True,
         )
         logger.debug("crisis override: category=%s source=%s rule=%s", category, source, rule_id)
