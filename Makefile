@@ -22,11 +22,14 @@ export SQLALCHEMY_SILENCE_UBER_WARNING := 1
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
+# requirements.lock pins every package (pip freeze of a working environment),
+# so it is installed without resolving: no backtracking, the same versions
+# everywhere. requirements.in lists what the project asks for directly.
 $(STAMP): requirements.lock pyproject.toml
 	@test -n "$(PYTHON310)" || { echo "Python 3.10 not found: install it (pyenv install $(PYTHON_VERSION))"; exit 1; }
 	@test -x $(PY) || $(PYTHON310) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check "pip==24.0"
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
