@@ -118,7 +118,10 @@ class DangerDetector:
         self.normaliser = normaliser
         self._lemma = {"en": en_lemma, "es": es_lemma}
         self.vocab = spacy.blank("en").vocab
-        self.matcher = Matcher(self.vocab)
+        # One small Matcher per pattern, run only when all the words it needs are
+        # in the message (see _matches).
+        self.anchors: Dict[Tuple[str, str], List[Any]] = {}
+        self.always: List[Any] = []
         self.rules: Dict[str, Rule] = {}
         self.negation: Dict[str, Set[str]] = {}
         self.context_keys: Dict[str, str] = {}
@@ -141,26 +144,53 @@ class DangerDetector:
             if key in self.rules:
                 raise ValueError(f"{rule_set.file}: duplicate rule id {rule.id}")
             self.rules[key] = rule
-            self.matcher.add(
-                key, [t for p in rule.patterns for t in compile_pattern(p, rule_set.lists, attr, canon)]
-            )
+            compile_ = lambda ps: [t for p in ps for t in compile_pattern(p, rule_set.lists, attr, canon)]  # noqa: E731
+            self._add_group(key, compile_(rule.patterns))
             if rule.excepts:
-                self.matcher.add(
-                    f"{key}{EXCEPT}",
-                    [t for p in rule.excepts for t in compile_pattern(p, rule_set.lists, attr, canon)],
-                )
+                self._add_group(f"{key}{EXCEPT}", compile_(rule.excepts))
+        compile_all = lambda ps: [t for p in ps for t in compile_pattern(p, rule_set.lists, attr, canon)]  # noqa: E731
         if rule_set.figures:
-            self.matcher.add(
-                f"{language}{FIGURES}",
-                [t for p in rule_set.figures for t in compile_pattern(p, rule_set.lists, attr, canon)],
-            )
+            self._add_group(f"{language}{FIGURES}", compile_all(rule_set.figures))
         for name, patterns in rule_set.context.items():
             key = f"{language}:context:{name}"
             self.context_keys[key] = name
             if patterns:
-                self.matcher.add(
-                    key, [t for p in patterns for t in compile_pattern(p, rule_set.lists, attr, canon)]
-                )
+                self._add_group(key, compile_all(patterns))
+
+    def _add_group(self, key: str, patterns: List[List[Dict[str, Any]]]) -> None:
+        for pattern in patterns:
+            matcher = Matcher(self.vocab)
+            matcher.add(key, [pattern])
+            required = _required(pattern)
+            entry = (required, matcher)
+            if not required:
+                self.always.append(entry)
+                continue
+            anchor = min(required, key=len)
+            for value in anchor:
+                self.anchors.setdefault(value, []).append(entry)
+
+    def _matches(self, doc: Doc) -> List[Tuple[int, int, int]]:
+        """Every match of every pattern whose required words all occur in ``doc``.
+
+        Each pattern has its own small Matcher, indexed by one of its required
+        words; a message runs only the patterns it could possibly match, so
+        the cost stays proportional to the message, not to the rule book.
+        """
+        present: Set[Tuple[str, str]] = set()
+        for token in doc:
+            present.add(("NORM", token.norm_))
+            present.add(("LEMMA", token.lemma_))
+            present.add(("LOWER", token.lower_))
+        candidates: Dict[int, Any] = {}
+        for value in present:
+            for entry in self.anchors.get(value, ()):
+                candidates[id(entry)] = entry
+        matches: List[Tuple[int, int, int]] = []
+        for required, matcher in (*self.always, *candidates.values()):
+            if all(not present.isdisjoint(values) for values in required):
+                matches.extend(matcher(doc))
+        return matches
 
     def doc(self, words: List[str]) -> Doc:
         """A spaCy Doc of canonical words: English lemma in NORM, Spanish lemma in LEMMA."""
@@ -186,7 +216,7 @@ class DangerDetector:
         if not words:
             return
         doc = self.doc(words)
-        matches = self.matcher(doc)
+        matches = self._matches(doc)
         context: Dict[str, bool] = {}
         excepted: Dict[str, List[Tuple[int, int]]] = {}
         for match_id, start, end in matches:
@@ -258,6 +288,21 @@ class DangerDetector:
             categories=tuple(categories),
             rule_ids=tuple(sorted({h.rule.id for h in hits})),
         )
+
+
+def _required(pattern: List[Dict[str, Any]]) -> List[Set[Tuple[str, str]]]:
+    """For each word a pattern cannot do without, the set of values that word may take."""
+    required = []
+    for spec in pattern:
+        if spec.get("OP") in ("?", "*"):
+            continue
+        for attr in ("NORM", "LEMMA", "LOWER"):
+            value = spec.get(attr)
+            if isinstance(value, str):
+                required.append({(attr, value)})
+            elif isinstance(value, dict) and "IN" in value:
+                required.append({(attr, v) for v in value["IN"]})
+    return required
 
 
 def _priority(category: str) -> int:
