@@ -17,7 +17,7 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 export PYTHONWARNINGS := ignore
 export SQLALCHEMY_SILENCE_UBER_WARNING := 1
 
-.PHONY: help setup build model run test test-fast validate stories eval clean
+.PHONY: help setup build model run test test-fast validate stories screenshots eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -32,6 +32,10 @@ $(STAMP): requirements.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
+
+node_modules/.installed: package-lock.json
+	npm ci --no-audit --no-fund --silent
+	@touch $@
 
 setup: $(STAMP) ## Create .venv and install the locked dependencies (once)
 
@@ -51,13 +55,18 @@ validate: build ## rasa data validate (warnings fail) and the content checks
 stories: model ## rasa test on the test stories (every topic), failing on any prediction error
 	@$(PY) -m bot stories
 
-test: validate model ## Set up and run every test
+test: validate model node_modules/.installed ## Set up and run every test
 	@bash scripts/system-deps.sh
 	@$(PY) -m pytest -q
 	@$(MAKE) --no-print-directory stories
 
 test-fast: build ## Unit tests only (no servers, no training)
 	@$(PY) -m pytest -q -m "not slow and not browser and not postgres"
+
+screenshots: model node_modules/.installed ## Take the README's widget screenshots (375 px and 1280 px) into docs/screenshots
+	@bash scripts/system-deps.sh
+	@$(PY) -m pytest -q tests/test_widget_browser.py -k screenshots
+	@mkdir -p docs/screenshots && cp var/screenshots/*-375.png var/screenshots/*-1280.png docs/screenshots/
 
 eval: model ## Score the bot on CASES (default: ../shared/eval/dev_cases.yml)
 	@$(PY) -m bot eval --cases $(CASES)

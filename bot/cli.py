@@ -99,13 +99,13 @@ def run(host: str, model_path: Optional[str]) -> None:
     """
     from bot.build import write_generated
     from bot.language import ensure_english_pipeline
-    from bot.server import actions_service, rasa_service
+    from bot.server import actions_service, rasa_service, web_service
     from bot.training import ensure_model
 
     ensure_english_pipeline()
     write_generated()
     model = Path(model_path) if model_path else ensure_model()
-    services = [actions_service(), rasa_service(model, host=host)]
+    services = [actions_service(), rasa_service(model, host=host), web_service(host=host)]
     for service in services:
         click.echo(f"starting {service.name} ...")
         service.start()
@@ -114,7 +114,8 @@ def run(host: str, model_path: Optional[str]) -> None:
             service.wait_ready()
             click.echo(f"{service.name} is up ({service.health_url})")
         click.echo(
-            "\nChat over REST:\n  curl -XPOST http://127.0.0.1:5005/webhooks/rest/webhook "
+            "\nDemo page with the chat widget: http://127.0.0.1:8080/\n"
+            "Chat over REST:\n  curl -XPOST http://127.0.0.1:5005/webhooks/rest/webhook "
             "-d '{\"sender\":\"a\",\"message\":\"why do i miss him\"}'\n"
             f"Logs: {paths.var_dir() / 'logs'}\nPress Ctrl-C to stop."
         )
@@ -199,6 +200,36 @@ def stories(model_path: Optional[str]) -> None:
     if result.returncode != 0:
         _fail(f"test stories failed: see {paths.var_dir() / 'results' / 'failed_test_stories.yml'}")
     click.echo("all test stories passed")
+
+
+@cli.command()
+@click.option("--days", type=float, default=None, help="Keep this many days (default: BOT_RETENTION_DAYS or 30).")
+def purge(days: Optional[float]) -> None:
+    """Delete conversations older than the retention period.
+
+    A running server also does this once a day.
+
+    Example: python -m bot purge --days 30
+    """
+    from bot.storage import db, retention
+
+    db.migrate()
+    deleted = retention.purge(days)
+    click.echo(f"deleted {deleted} conversation(s) older than {retention.configured_days(days):g} days from {db.describe(db.database_url())}")
+
+
+@cli.command(name="db-upgrade")
+def db_upgrade() -> None:
+    """Create or migrate the database schema (Alembic upgrade head).
+
+    Uses BOT_DB_URL (a SQLAlchemy URL) or the SQLite file var/bot.db.
+
+    Example: BOT_DB_URL=postgresql://bot:secret@127.0.0.1/bot python -m bot db-upgrade
+    """
+    from bot.storage import db
+
+    db.migrate()
+    click.echo(f"schema up to date: {db.describe(db.database_url())}")
 
 
 def default_cases() -> Path:

@@ -93,6 +93,12 @@ def python() -> str:
     return sys.executable
 
 
+def allowed_origins() -> List[str]:
+    """Web origins allowed to call the Rasa server (the sites that embed the widget)."""
+    raw = os.environ.get("BOT_ALLOWED_ORIGINS", f"http://127.0.0.1:{WEB_PORT} http://localhost:{WEB_PORT}")
+    return [o for o in raw.replace(",", " ").split() if o]
+
+
 def rasa_service(
     model: Path,
     port: int = RASA_PORT,
@@ -111,6 +117,7 @@ def rasa_service(
         "--credentials", credentials,
         "--port", str(port),
         "--interface", host,
+        "--cors", *allowed_origins(),
         *(extra_args or []),
     ]
     return Service(name, command, f"http://{host}:{port}/webhooks/rest/", env=env or {})
@@ -120,3 +127,14 @@ def actions_service(port: int = ACTIONS_PORT, env: Optional[Dict[str, str]] = No
     """The Rasa SDK action server with the project's ``actions`` package."""
     command = [python(), "-m", "rasa_sdk", "--actions", "actions", "--port", str(port)]
     return Service("actions", command, f"http://{DEFAULT_HOST}:{port}/health", env=env or {})
+
+
+def web_service(port: int = WEB_PORT, host: str = DEFAULT_HOST, env: Optional[Dict[str, str]] = None) -> Service:
+    """The web app (widget files, demo page, review) served by waitress."""
+    command = [
+        python(), "-m", "waitress",
+        "--host", host, "--port", str(port),
+        "--threads", "8",
+        "--call", "bot.web:create_app",
+    ]
+    return Service("web", command, f"http://{host}:{port}/healthz", env=env or {})

@@ -17,6 +17,7 @@ import yaml
 
 os.environ.setdefault("RASA_TELEMETRY_ENABLED", "false")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ["BOT_SECRET_KEY"] = "test-secret-key-not-for-production"  # servers started by tests inherit it
 
 from bot import paths  # noqa: E402
 
@@ -30,8 +31,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def write_endpoints(path: Path, action_port: int, extra: Dict[str, Any] = None) -> Path:
-    config: Dict[str, Any] = {"action_endpoint": {"url": f"http://127.0.0.1:{action_port}/webhook"}}
+TEST_SECRET = "test-secret-key-not-for-production"
+
+
+def write_endpoints(path: Path, action_port: int, extra: Dict[str, Any] = None, db_url: str = "") -> Path:
+    """An endpoints file for a test server: its own action port and its own database."""
+    db_url = db_url or f"sqlite:///{path.parent / 'bot.db'}"
+    config: Dict[str, Any] = {
+        "action_endpoint": {"url": f"http://127.0.0.1:{action_port}/webhook"},
+        "tracker_store": {"type": "bot.storage.tracker_store.RedactingTrackerStore", "db_url": db_url},
+    }
     config.update(extra or {})
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
@@ -44,6 +53,9 @@ def model_path() -> Path:
     return ensure_model(log=lambda _: None)
 
 
+WEB_PORT = free_port()  # known before the Rasa server starts: it must allow the web origin
+
+
 @pytest.fixture(scope="session")
 def servers(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
     """The action server and the Rasa server, on free ports."""
@@ -52,8 +64,9 @@ def servers(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     work = tmp_path_factory.mktemp("servers")
     action_port, rasa_port = free_port(), free_port()
     endpoints = write_endpoints(work / "endpoints.yml", action_port)
+    env = {"BOT_ALLOWED_ORIGINS": f"http://127.0.0.1:{WEB_PORT}"}
     actions = actions_service(port=action_port).start(work)
-    rasa = rasa_service(model_path, port=rasa_port, endpoints=str(endpoints)).start(work)
+    rasa = rasa_service(model_path, port=rasa_port, endpoints=str(endpoints), env=env).start(work)
     try:
         actions.wait_ready()
         rasa.wait_ready()
@@ -67,6 +80,21 @@ def servers(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     finally:
         rasa.stop()
         actions.stop()
+
+
+@pytest.fixture(scope="session")
+def web_url(bot_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The web app (demo page with the widget), talking to the test Rasa server."""
+    from bot.server import web_service
+
+    work = tmp_path_factory.mktemp("web")
+    env = {"BOT_PUBLIC_RASA_URL": bot_url, "BOT_EXIT_URL": f"http://127.0.0.1:{WEB_PORT}/healthz"}
+    web = web_service(port=WEB_PORT, env=env).start(work)
+    try:
+        web.wait_ready(60)
+        yield f"http://127.0.0.1:{WEB_PORT}"
+    finally:
+        web.stop()
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,13 @@ from bot.channels.safety import emergency_messages
 logger = logging.getLogger(__name__)
 
 
+def _allowed_origins() -> List[str]:
+    """The widget's sites (BOT_ALLOWED_ORIGINS), as for the REST channel's CORS."""
+    from bot.server import allowed_origins
+
+    return allowed_origins()
+
+
 class SafeSocketIOOutput(OutputChannel):
     """Emits each bot message to the visitor's room as one ``bot_uttered`` event."""
 
@@ -86,7 +93,7 @@ class SafeSocketIOInput(InputChannel):
             session_persistence=credentials.get("session_persistence", False),
             socketio_path=credentials.get("socketio_path", "/socket.io"),
             metadata_key=credentials.get("metadata_key", "metadata"),
-            cors_allowed_origins=credentials.get("cors_allowed_origins", "*"),
+            cors_allowed_origins=credentials.get("cors_allowed_origins") or _allowed_origins(),
         )
 
     def __init__(
@@ -97,7 +104,7 @@ class SafeSocketIOInput(InputChannel):
         session_persistence: bool = False,
         socketio_path: Text = "/socket.io",
         metadata_key: Text = "metadata",
-        cors_allowed_origins: Any = "*",
+        cors_allowed_origins: Any = None,
     ) -> None:
         self.user_message_evt = user_message_evt
         self.bot_message_evt = bot_message_evt
@@ -105,7 +112,7 @@ class SafeSocketIOInput(InputChannel):
         self.session_persistence = session_persistence
         self.socketio_path = socketio_path
         self.metadata_key = metadata_key
-        self.cors_allowed_origins = cors_allowed_origins
+        self.cors_allowed_origins = cors_allowed_origins if cors_allowed_origins is not None else _allowed_origins()
         self.sio: Optional[AsyncServer] = None
 
     def get_output_channel(self) -> Optional[OutputChannel]:

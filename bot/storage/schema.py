@@ -1,0 +1,48 @@
+"""The tables (SQLAlchemy Core). Changes go through an Alembic migration in ``migrations/``."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+#: One row per conversation. ``id`` is a keyed hash of the channel's sender id,
+#: so the raw sender id (which a client could fill with anything) is never stored.
+conversations = sa.Table(
+    "conversations",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("channel", sa.String(32), nullable=True),
+    sa.Column("started_at", sa.Float, nullable=False, index=True),
+    sa.Column("last_active", sa.Float, nullable=False, index=True),
+    sa.Column("event_count", sa.Integer, nullable=False, default=0),
+    sa.Column("turns", sa.Integer, nullable=False, default=0),
+    sa.Column("had_crisis", sa.Boolean, nullable=False, default=False, index=True),
+    sa.Column("had_fallback", sa.Boolean, nullable=False, default=False, index=True),
+    sa.Column("min_confidence", sa.Float, nullable=True),
+    sa.Column("topics", sa.Text, nullable=False, default=""),  # ",why_miss,grief," for LIKE filters
+    sa.Column("crisis_categories", sa.Text, nullable=False, default=""),
+)
+
+#: Every Rasa event of a conversation, redacted. ``data`` is the event as JSON
+#: (enough to rebuild the tracker); the other columns are there for the review.
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "conversation_id",
+        sa.String(64),
+        sa.ForeignKey("conversations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("type", sa.String(64), nullable=False),
+    sa.Column("timestamp", sa.Float, nullable=False),
+    sa.Column("intent", sa.String(64), nullable=True),
+    sa.Column("confidence", sa.Float, nullable=True),
+    sa.Column("action", sa.String(128), nullable=True),
+    sa.Column("policy", sa.String(128), nullable=True),
+    sa.Column("text", sa.Text, nullable=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.UniqueConstraint("conversation_id", "seq", name="uq_events_conversation_seq"),
+)

@@ -1,0 +1,363 @@
+"""A Rasa tracker store that redacts before it writes and keeps answering when the database is down.
+
+- Personal details are removed from user text, parse data, entities and slot
+  values (``bot.redact``) before anything reaches the database; metadata
+  (IP, user agent, anything a client sends) is dropped except the region.
+- The sender id is stored only as a keyed hash, so a client that puts an
+  e-mail address in its sender id leaves no trace of it either.
+- "Delete this conversation" erases every event of the conversation at once.
+- If the database is down, trackers stay in memory (the bot keeps answering,
+  crisis handoffs included) and are written as soon as it is back: an
+  acknowledged message is not lost while the process lives.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Text, Tuple
+
+import sqlalchemy as sa
+from sqlalchemy.exc import SQLAlchemyError
+
+from rasa.core.brokers.broker import EventBroker
+from rasa.core.tracker_store import SerializedTrackerAsDict, TrackerStore
+from rasa.shared.core.domain import Domain
+from rasa.shared.core.trackers import DialogueStateTracker
+
+from bot import paths
+from bot.redact import default_redactor
+from bot.storage import db
+from bot.storage.schema import conversations, events
+
+logger = logging.getLogger(__name__)
+
+DELETE_INTENT = "delete_conversation"
+#: Slots whose values are ours (categories, codes), never visitors' words.
+SAFE_SLOTS = {"crisis_category", "language", "region"}
+#: Slots never stored at all.
+DROPPED_SLOTS = {"session_started_metadata"}
+SAFE_ENTITIES = {"crisis_category", "language", "region"}
+ALLOWED_METADATA = ("region",)
+
+
+def secret_key() -> bytes:
+    """BOT_SECRET_KEY, or a random key kept in var/secret.key (created once, private to the owner)."""
+    configured = os.environ.get("BOT_SECRET_KEY")
+    if configured:
+        return configured.encode("utf-8")
+    path = paths.var_dir() / "secret.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(32).hex().encode())
+    return path.read_bytes().strip()
+
+
+def conversation_id(sender_id: str, key: bytes) -> str:
+    """The stored id of a conversation: HMAC-SHA256 of the sender id (hex, 40 chars)."""
+    return hmac.new(key, sender_id.encode("utf-8"), hashlib.sha256).hexdigest()[:40]
+
+
+class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
+    """SQL tracker store with redaction, hashed ids, erasure and an in-memory fallback."""
+
+    def __init__(
+        self,
+        domain: Optional[Domain] = None,
+        host: Optional[str] = None,
+        db_url: Optional[str] = None,
+        event_broker: Optional[EventBroker] = None,
+        retention_days: Optional[float] = None,
+        purge_interval_hours: float = 24.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(domain, event_broker, **kwargs)
+        self.url = db_url or db.database_url()
+        self.key = secret_key()
+        self.redactor = default_redactor()
+        self._pending: Dict[str, DialogueStateTracker] = {}  # written when the database is back
+        self._pending_lock = threading.Lock()
+        self._ready = False
+        self._ensure_ready()
+        from bot.storage import retention
+
+        self.retention_days = retention.configured_days(retention_days)
+        retention.start_daily_purge(self, purge_interval_hours)
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def engine(self) -> sa.engine.Engine:
+        return db.engine(self.url)
+
+    def _ensure_ready(self) -> bool:
+        """Migrates the schema once; False while the database cannot be reached."""
+        if self._ready:
+            return True
+        try:
+            db.migrate(self.url)
+            self._ready = True
+        except Exception as exc:  # noqa: BLE001  (any driver error: the bot must keep answering)
+            logger.error("database unavailable (%s): keeping conversations in memory", type(exc).__name__)
+        return self._ready
+
+    def _cid(self, sender_id: str) -> str:
+        return conversation_id(sender_id, self.key)
+
+    # ------------------------------------------------------------------ Rasa interface
+
+    async def save(self, tracker: DialogueStateTracker) -> None:
+        await self.stream_events(tracker)
+        if not self._ensure_ready():
+            self._keep(tracker)
+            return
+        try:
+            self._flush_pending()
+            self._write(tracker)
+        except SQLAlchemyError as exc:
+            logger.error("could not save a conversation (%s): kept in memory until the database is back", type(exc).__name__)
+            self._keep(tracker)
+
+    async def retrieve(self, sender_id: Text) -> Optional[DialogueStateTracker]:
+        with self._pending_lock:
+            pending = self._pending.get(sender_id)
+        if pending is not None:
+            return pending.copy() if hasattr(pending, "copy") else pending
+        if not self._ensure_ready():
+            return None
+        try:
+            return self._read(sender_id)
+        except SQLAlchemyError as exc:
+            logger.error("could not read a conversation (%s): starting afresh", type(exc).__name__)
+            return None
+
+    async def retrieve_full_tracker(self, conversation_id: Text) -> Optional[DialogueStateTracker]:
+        return await self.retrieve(conversation_id)
+
+    async def keys(self) -> Iterable[Text]:
+        """Stored conversation ids (hashed: the raw sender ids are not kept)."""
+        with self.engine.connect() as connection:
+            return [row[0] for row in connection.execute(sa.select(conversations.c.id))]
+
+    async def delete(self, sender_id: Text) -> None:
+        self.erase(sender_id)
+
+    # ------------------------------------------------------------------ writing
+
+    def _keep(self, tracker: DialogueStateTracker) -> None:
+        with self._pending_lock:
+            self._pending[tracker.sender_id] = tracker
+
+    def _flush_pending(self) -> None:
+        with self._pending_lock:
+            waiting = list(self._pending.items())
+        for sender_id, tracker in waiting:
+            self._write(tracker)
+            with self._pending_lock:
+                if self._pending.get(sender_id) is tracker:
+                    del self._pending[sender_id]
+        if waiting:
+            logger.info("database is back: wrote %d conversation(s) kept in memory", len(waiting))
+
+    def _write(self, tracker: DialogueStateTracker) -> None:
+        cid = self._cid(tracker.sender_id)
+        serialised = tracker.current_state(EventVerbosity_ALL())["events"]
+        with self.engine.begin() as connection:
+            row = connection.execute(
+                sa.select(conversations.c.event_count).where(conversations.c.id == cid)
+            ).first()
+            stored = row[0] if row else 0
+            new = serialised[stored:]
+            if not new:
+                return
+            if any(_is_delete_request(e) for e in new):
+                connection.execute(sa.delete(events).where(events.c.conversation_id == cid))
+                connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
+                return
+            redacted = [self.redact_event(e) for e in new]
+            now = time.time()
+            summary = _summarise(redacted)
+            if row is None:
+                connection.execute(
+                    sa.insert(conversations).values(
+                        id=cid,
+                        channel=_channel(redacted),
+                        started_at=redacted[0].get("timestamp") or now,
+                        last_active=now,
+                        event_count=0,
+                        turns=0,
+                        had_crisis=False,
+                        had_fallback=False,
+                        min_confidence=None,
+                        topics="",
+                        crisis_categories="",
+                    )
+                )
+                current = {"turns": 0, "had_crisis": False, "had_fallback": False, "min_confidence": None, "topics": "", "crisis_categories": ""}
+            else:
+                current = dict(
+                    connection.execute(
+                        sa.select(
+                            conversations.c.turns,
+                            conversations.c.had_crisis,
+                            conversations.c.had_fallback,
+                            conversations.c.min_confidence,
+                            conversations.c.topics,
+                            conversations.c.crisis_categories,
+                        ).where(conversations.c.id == cid)
+                    ).mappings().first()
+                )
+            connection.execute(
+                sa.insert(events),
+                [_row(cid, stored + i, e) for i, e in enumerate(redacted)],
+            )
+            connection.execute(
+                sa.update(conversations)
+                .where(conversations.c.id == cid)
+                .values(
+                    last_active=now,
+                    event_count=stored + len(redacted),
+                    turns=current["turns"] + summary["turns"],
+                    had_crisis=bool(current["had_crisis"] or summary["had_crisis"]),
+                    had_fallback=bool(current["had_fallback"] or summary["had_fallback"]),
+                    min_confidence=_min(current["min_confidence"], summary["min_confidence"]),
+                    topics=_merge_tags(current["topics"], summary["topics"]),
+                    crisis_categories=_merge_tags(current["crisis_categories"], summary["crisis_categories"]),
+                )
+            )
+
+    def redact_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        """A copy of a serialised Rasa event with every personal detail removed."""
+        event = dict(event)
+        kind = event.get("event")
+        redact = self.redactor.redact
+        if "metadata" in event:
+            metadata = event.get("metadata") or {}
+            event["metadata"] = {k: metadata[k] for k in ALLOWED_METADATA if isinstance(metadata.get(k), str)}
+        if kind == "user":
+            event["text"] = redact(event.get("text") or "")
+            parse = dict(event.get("parse_data") or {})
+            parse["text"] = event["text"]
+            parse["entities"] = [self._redact_entity(e) for e in parse.get("entities") or []]
+            parse.pop("metadata", None)
+            keep = ("intent", "intent_ranking", "entities", "text", "danger", "message_id")
+            event["parse_data"] = {k: v for k, v in parse.items() if k in keep}
+        # Bot messages are the project's own pre-written text: stored as sent,
+        # so advocates read exactly what the visitor saw.
+        elif kind == "slot":
+            name = event.get("name")
+            if name in DROPPED_SLOTS:
+                event["value"] = None
+            elif name not in SAFE_SLOTS:
+                event["value"] = self.redactor.redact_value(event.get("value"))
+        elif kind == "session_started":
+            event["metadata"] = {}
+        return event
+
+    def _redact_entity(self, entity: Dict[str, Any]) -> Dict[str, Any]:
+        entity = dict(entity)
+        if entity.get("entity") not in SAFE_ENTITIES:
+            entity["value"] = self.redactor.redact_value(entity.get("value"))
+            entity.pop("text", None)
+        return entity
+
+    # ------------------------------------------------------------------ reading and erasing
+
+    def _read(self, sender_id: str) -> Optional[DialogueStateTracker]:
+        cid = self._cid(sender_id)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(events.c.data).where(events.c.conversation_id == cid).order_by(events.c.seq)
+            ).all()
+        if not rows:
+            return None
+        return DialogueStateTracker.from_dict(sender_id, [json.loads(r[0]) for r in rows], self.domain.slots)
+
+    def erase(self, sender_id: str) -> int:
+        """Deletes every event of a conversation; returns how many were deleted."""
+        cid = self._cid(sender_id)
+        with self._pending_lock:
+            self._pending.pop(sender_id, None)
+        with self.engine.begin() as connection:
+            deleted = connection.execute(sa.delete(events).where(events.c.conversation_id == cid)).rowcount
+            connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
+        return deleted or 0
+
+
+def EventVerbosity_ALL() -> Any:  # noqa: N802  (reads as the constant it returns)
+    from rasa.shared.core.trackers import EventVerbosity
+
+    return EventVerbosity.ALL
+
+
+def _is_delete_request(event: Dict[str, Any]) -> bool:
+    return event.get("event") == "user" and ((event.get("parse_data") or {}).get("intent") or {}).get("name") == DELETE_INTENT
+
+
+def _channel(redacted: List[Dict[str, Any]]) -> Optional[str]:
+    for event in redacted:
+        if event.get("event") == "user" and event.get("input_channel"):
+            return str(event["input_channel"])[:32]
+    return None
+
+
+def _summarise(redacted: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """What the review's filters need from these events."""
+    summary: Dict[str, Any] = {"turns": 0, "had_crisis": False, "had_fallback": False, "min_confidence": None, "topics": [], "crisis_categories": []}
+    for event in redacted:
+        if event.get("event") == "user":
+            summary["turns"] += 1
+            intent = (event.get("parse_data") or {}).get("intent") or {}
+            confidence = intent.get("confidence")
+            if isinstance(confidence, (int, float)):
+                summary["min_confidence"] = _min(summary["min_confidence"], float(confidence))
+            if intent.get("name") == "nlu_fallback":
+                summary["had_fallback"] = True
+        elif event.get("event") == "bot":
+            custom = (event.get("data") or {}).get("custom") or {}
+            if custom.get("type") == "answer" and custom.get("topic"):
+                summary["topics"].append(custom["topic"])
+            elif custom.get("type") == "crisis_handoff":
+                summary["had_crisis"] = True
+                summary["crisis_categories"].append(custom.get("category") or "")
+            elif custom.get("type") == "fallback":
+                summary["had_fallback"] = True
+    return summary
+
+
+def _row(cid: str, seq: int, event: Dict[str, Any]) -> Dict[str, Any]:
+    kind = event.get("event") or "unknown"
+    intent = ((event.get("parse_data") or {}).get("intent") or {}) if kind == "user" else {}
+    text = event.get("text") if kind in ("user", "bot") and isinstance(event.get("text"), str) else None
+    return {
+        "conversation_id": cid,
+        "seq": seq,
+        "type": str(kind)[:64],
+        "timestamp": float(event.get("timestamp") or time.time()),
+        "intent": (intent.get("name") or None) if intent else None,
+        "confidence": intent.get("confidence") if intent else None,
+        "action": (event.get("name") if kind == "action" else None),
+        "policy": (event.get("policy") if kind == "action" else None),
+        "text": text,
+        "data": json.dumps(event, ensure_ascii=False, default=str),
+    }
+
+
+def _min(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    values = [v for v in (a, b) if v is not None]
+    return min(values) if values else None
+
+
+def _merge_tags(existing: str, new: List[str]) -> str:
+    tags = [t for t in (existing or "").strip(",").split(",") if t]
+    for tag in new:
+        if tag and tag not in tags:
+            tags.append(tag)
+    return f",{','.join(tags)}," if tags else ""
