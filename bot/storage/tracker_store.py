@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from pathlib import Path
+from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Optional, Text, Tuple
 
 import sqlalchemy as sa
@@ -44,6 +44,7 @@ SAFE_SLOTS = {"crisis_category", "language", "region"}
 DROPPED_SLOTS = {"session_started_metadata"}
 SAFE_ENTITIES = {"crisis_category", "language", "region"}
 ALLOWED_METADATA = ("region",)
+MAX_TRACKED_SENDERS = 100_000
 
 
 def secret_key() -> bytes:
@@ -82,7 +83,15 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
         self.url = db_url or db.database_url()
         self.key = secret_key()
         self.redactor = default_redactor()
-        self._pending: Dict[str, DialogueStateTracker] = {}  # written when the database is back
+        # Trackers not written yet (the database was down), with how many of their
+        # events were already stored: written when the database is back.
+        self._pending: Dict[str, Tuple[DialogueStateTracker, int]] = {}
+        # The last trackers written, to carry on a conversation if the database
+        # cannot be read (never used while it can: other servers may have newer events).
+        self._recent: "OrderedDict[str, Tuple[DialogueStateTracker, int]]" = OrderedDict()
+        self._recent_size = int(kwargs.get("recent_trackers", 1000))
+        # For each tracker handed to Rasa: how many of its events are stored already.
+        self._bases: "OrderedDict[str, int]" = OrderedDict()
         self._pending_lock = threading.Lock()
         self._ready = False
         self._ensure_ready()
@@ -115,28 +124,59 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
 
     async def save(self, tracker: DialogueStateTracker) -> None:
         await self.stream_events(tracker)
+        sender = tracker.sender_id
+        base = self._bases.get(sender, 0)
         if not self._ensure_ready():
-            self._keep(tracker)
+            self._keep(tracker, base)
             return
         try:
-            self._flush_pending()
-            self._write(tracker)
+            # This tracker holds every event of its own pending copy: flush only the others.
+            self._flush_pending(skip=sender)
+            written = self._write(tracker, base)
         except SQLAlchemyError as exc:
             logger.error("could not save a conversation (%s): kept in memory until the database is back", type(exc).__name__)
-            self._keep(tracker)
+            self._keep(tracker, base)
+            return
+        with self._pending_lock:
+            self._pending.pop(sender, None)
+        self._set_base(sender, written)
+        self._remember(tracker, written)
+
+    def _set_base(self, sender: str, stored: int) -> None:
+        self._bases[sender] = stored
+        self._bases.move_to_end(sender)
+        while len(self._bases) > MAX_TRACKED_SENDERS:
+            self._bases.popitem(last=False)
 
     async def retrieve(self, sender_id: Text) -> Optional[DialogueStateTracker]:
         with self._pending_lock:
             pending = self._pending.get(sender_id)
         if pending is not None:
-            return pending.copy() if hasattr(pending, "copy") else pending
-        if not self._ensure_ready():
-            return None
-        try:
-            return self._read(sender_id)
-        except SQLAlchemyError as exc:
-            logger.error("could not read a conversation (%s): starting afresh", type(exc).__name__)
-            return None
+            return self._hand_out(*pending)
+        if self._ensure_ready():
+            try:
+                tracker = self._read(sender_id)
+            except SQLAlchemyError as exc:
+                logger.error("could not read a conversation (%s): using the copy in memory", type(exc).__name__)
+            else:
+                return self._hand_out(tracker, len(tracker.events)) if tracker else None
+        with self._pending_lock:
+            recent = self._recent.get(sender_id)
+        return self._hand_out(*recent) if recent else None
+
+    def _hand_out(self, tracker: DialogueStateTracker, stored: int) -> DialogueStateTracker:
+        """A copy of ``tracker`` for Rasa, remembering how many of its events are already stored."""
+        self._set_base(tracker.sender_id, stored)
+        return tracker.copy()
+
+    def _remember(self, tracker: DialogueStateTracker, stored: int) -> None:
+        if self._recent_size <= 0:
+            return
+        with self._pending_lock:
+            self._recent[tracker.sender_id] = (tracker, stored)
+            self._recent.move_to_end(tracker.sender_id)
+            while len(self._recent) > self._recent_size:
+                self._recent.popitem(last=False)
 
     async def retrieve_full_tracker(self, conversation_id: Text) -> Optional[DialogueStateTracker]:
         return await self.retrieve(conversation_id)
@@ -151,36 +191,41 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
 
     # ------------------------------------------------------------------ writing
 
-    def _keep(self, tracker: DialogueStateTracker) -> None:
+    def _keep(self, tracker: DialogueStateTracker, base: int) -> None:
         with self._pending_lock:
-            self._pending[tracker.sender_id] = tracker
+            self._pending[tracker.sender_id] = (tracker, base)
 
-    def _flush_pending(self) -> None:
+    def _flush_pending(self, skip: Optional[str] = None) -> None:
         with self._pending_lock:
-            waiting = list(self._pending.items())
-        for sender_id, tracker in waiting:
-            self._write(tracker)
+            waiting = [(k, v) for k, v in self._pending.items() if k != skip]
+        for sender_id, (tracker, base) in waiting:
+            written = self._write(tracker, base)
             with self._pending_lock:
-                if self._pending.get(sender_id) is tracker:
+                if self._pending.get(sender_id, (None,))[0] is tracker:
                     del self._pending[sender_id]
+            self._set_base(sender_id, written)
+            self._remember(tracker, written)
         if waiting:
             logger.info("database is back: wrote %d conversation(s) kept in memory", len(waiting))
 
-    def _write(self, tracker: DialogueStateTracker) -> None:
+    def _write(self, tracker: DialogueStateTracker, base: int) -> int:
+        """Appends the tracker's events from ``base`` on; returns how many of its events are stored."""
         cid = self._cid(tracker.sender_id)
         serialised = tracker.current_state(EventVerbosity_ALL())["events"]
+        new = serialised[base:]
+        if not new:
+            return len(serialised)
         with self.engine.begin() as connection:
             row = connection.execute(
                 sa.select(conversations.c.event_count).where(conversations.c.id == cid)
             ).first()
             stored = row[0] if row else 0
-            new = serialised[stored:]
-            if not new:
-                return
             if any(_is_delete_request(e) for e in new):
                 connection.execute(sa.delete(events).where(events.c.conversation_id == cid))
                 connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
-                return
+                with self._pending_lock:
+                    self._recent.pop(tracker.sender_id, None)
+                return len(serialised)
             redacted = [self.redact_event(e) for e in new]
             now = time.time()
             summary = _summarise(redacted)
@@ -232,6 +277,7 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
                     crisis_categories=_merge_tags(current["crisis_categories"], summary["crisis_categories"]),
                 )
             )
+        return len(serialised)
 
     def redact_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
         """A copy of a serialised Rasa event with every personal detail removed."""
@@ -285,6 +331,7 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
         cid = self._cid(sender_id)
         with self._pending_lock:
             self._pending.pop(sender_id, None)
+            self._recent.pop(sender_id, None)
         with self.engine.begin() as connection:
             deleted = connection.execute(sa.delete(events).where(events.c.conversation_id == cid)).rowcount
             connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
