@@ -232,6 +232,120 @@ def db_upgrade() -> None:
     click.echo(f"schema up to date: {db.describe(db.database_url())}")
 
 
+@cli.group()
+def users() -> None:
+    """Manage the accounts of the review pages (advocates and maintainers)."""
+
+
+@users.command(name="add")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["advocate", "maintainer"]), required=True, help="What the account may do.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input (for scripts).")
+def users_add(name: str, role: str, password_stdin: bool) -> None:
+    """Create an account; asks for its password (12 characters or more).
+
+    Example: python -m bot users add ana --role advocate
+    """
+    from bot.accounts import AccountError, add_user
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    try:
+        user = add_user(name, role, password)
+    except AccountError as exc:
+        _fail(str(exc))
+    click.echo(f"created {user.role} {user.name}")
+
+
+@users.command(name="list")
+def users_list() -> None:
+    """List the accounts.
+
+    Example: python -m bot users list
+    """
+    from bot.accounts import list_users
+
+    for user in list_users():
+        click.echo(f"{user.name}\t{user.role}")
+
+
+@users.command(name="remove")
+@click.argument("name")
+def users_remove(name: str) -> None:
+    """Delete an account.
+
+    Example: python -m bot users remove ana
+    """
+    from bot.accounts import remove_user
+
+    if not remove_user(name):
+        _fail(f"no user named {name!r}")
+    click.echo(f"removed {name}")
+
+
+@cli.command()
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="The HTML file to write.")
+def flowbook(out_path: str) -> None:
+    """Write the flow book (what the bot says in every situation) as one HTML file.
+
+    The same pages as /review/flows, self-contained, to review offline or print.
+
+    Example: python -m bot flowbook --out flowbook.html
+    """
+    import time as _time
+
+    from bot.web import create_app
+    from bot.flowbook import build_flowbook, rules_diagram
+
+    app = create_app()
+    with app.app_context(), app.test_request_context():
+        from flask import render_template
+
+        css = (Path(app.static_folder) / "review.css").read_text(encoding="utf-8")
+        book = build_flowbook()
+        html = render_template(
+            "flowbook/standalone.html",
+            book=book,
+            diagram=rules_diagram(book.rules),
+            css=css,
+            generated=_time.strftime("%Y-%m-%d %H:%M UTC", _time.gmtime()),
+            standalone=True,
+        )
+    Path(out_path).write_text(html, encoding="utf-8")
+    click.echo(f"wrote {out_path} ({len(html) // 1024} KB, {len(book.topics)} topics, {len(book.crisis)} crisis categories)")
+
+
+@cli.group()
+def reviews() -> None:
+    """Use the advocates' annotations (from /review)."""
+
+
+@reviews.command(name="export")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="File to write (default: standard output).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "yaml"]), default="csv", show_default=True)
+@click.option("--include-right", is_flag=True, help="Also export turns marked right (with the intent the bot chose).")
+def reviews_export(out_path: Optional[str], fmt: str, include_right: bool) -> None:
+    """Export annotated turns as example phrases (intent, text) for retraining.
+
+    "Wrong topic" turns get the topic the advocate picked, "should have been a
+    crisis handoff" turns the crisis intent. The file can be given to
+    python -m bot phrases import.
+
+    Example: python -m bot reviews export --out reviewed.csv
+    """
+    from bot.reviews import corrections, to_csv, to_yaml
+
+    rows = corrections(include_right=include_right)
+    text = to_csv(rows) if fmt == "csv" else to_yaml(rows)
+    if out_path:
+        Path(out_path).write_text(text, encoding="utf-8")
+        click.echo(f"exported {len(rows)} phrase(s) to {out_path}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
 def default_cases() -> Path:
     shared = paths.project_dir().parent / "shared" / "eval" / "dev_cases.yml"
     return shared if shared.exists() else paths.project_dir() / "tests" / "data" / "dev_cases.yml"

@@ -82,13 +82,28 @@ def servers(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         actions.stop()
 
 
+def shared_db_url(work: Path) -> str:
+    """The SQLite database the test Rasa server writes (the web app reads the same)."""
+    return f"sqlite:///{work / 'bot.db'}"
+
+
 @pytest.fixture(scope="session")
-def web_url(bot_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def shared_db(servers: Dict[str, Any]) -> str:
+    """The database URL of the shared test Rasa server."""
+    return shared_db_url(servers["work"])
+
+
+@pytest.fixture(scope="session")
+def web_url(bot_url: str, shared_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The web app (demo page with the widget), talking to the test Rasa server."""
     from bot.server import web_service
 
     work = tmp_path_factory.mktemp("web")
-    env = {"BOT_PUBLIC_RASA_URL": bot_url, "BOT_EXIT_URL": f"http://127.0.0.1:{WEB_PORT}/healthz"}
+    env = {
+        "BOT_PUBLIC_RASA_URL": bot_url,
+        "BOT_EXIT_URL": f"http://127.0.0.1:{WEB_PORT}/healthz",
+        "BOT_DB_URL": shared_db,
+    }
     web = web_service(port=WEB_PORT, env=env).start(work)
     try:
         web.wait_ready(60)

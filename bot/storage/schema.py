@@ -46,3 +46,44 @@ events = sa.Table(
     sa.Column("data", sa.Text, nullable=False),
     sa.UniqueConstraint("conversation_id", "seq", name="uq_events_conversation_seq"),
 )
+
+
+#: Advocates and maintainers who may use /review. Passwords are Argon2 hashes.
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(64), nullable=False, unique=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("password_hash", sa.String(255), nullable=False),
+    sa.Column("failed_logins", sa.Integer, nullable=False, default=0),
+    sa.Column("locked_until", sa.Float, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+#: Who looked at which transcript (and other sensitive actions), when.
+audit_log = sa.Table(
+    "audit_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.Float, nullable=False, index=True),
+    sa.Column("user_name", sa.String(64), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("conversation_id", sa.String(64), nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+)
+
+#: An advocate's judgement of one turn; exported as example phrases for retraining.
+annotations = sa.Table(
+    "annotations",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("conversation_id", sa.String(64), nullable=False, index=True),
+    sa.Column("event_seq", sa.Integer, nullable=False),
+    sa.Column("user_name", sa.String(64), nullable=False),
+    sa.Column("label", sa.String(32), nullable=False),  # right | wrong_topic | should_be_crisis | harmful
+    sa.Column("correct_intent", sa.String(64), nullable=True),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("text", sa.Text, nullable=True),  # the (redacted) visitor message, kept for the export
+    sa.Column("created_at", sa.Float, nullable=False),
+)

@@ -30,7 +30,7 @@ from rasa.core.tracker_store import SerializedTrackerAsDict, TrackerStore
 from rasa.shared.core.domain import Domain
 from rasa.shared.core.trackers import DialogueStateTracker
 
-from bot import paths
+from bot.keys import secret_key
 from bot.redact import default_redactor
 from bot.storage import db
 from bot.storage.schema import conversations, events
@@ -45,20 +45,6 @@ DROPPED_SLOTS = {"session_started_metadata"}
 SAFE_ENTITIES = {"crisis_category", "language", "region"}
 ALLOWED_METADATA = ("region",)
 MAX_TRACKED_SENDERS = 100_000
-
-
-def secret_key() -> bytes:
-    """BOT_SECRET_KEY, or a random key kept in var/secret.key (created once, private to the owner)."""
-    configured = os.environ.get("BOT_SECRET_KEY")
-    if configured:
-        return configured.encode("utf-8")
-    path = paths.var_dir() / "secret.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(os.urandom(32).hex().encode())
-    return path.read_bytes().strip()
 
 
 def conversation_id(sender_id: str, key: bytes) -> str:

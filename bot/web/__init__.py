@@ -8,9 +8,12 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 
+from datetime import timedelta
+
 from flask import Flask
 
-from bot.web import demo, security
+from bot.keys import secret_key
+from bot.web import auth, database, demo, flows, review, security
 
 
 def create_app(test_config: Optional[Dict[str, Any]] = None) -> Flask:
@@ -21,10 +24,31 @@ def create_app(test_config: Optional[Dict[str, Any]] = None) -> Flask:
         EXIT_URL=os.environ.get("BOT_EXIT_URL", "https://www.bbc.co.uk/weather"),
         REGION=os.environ.get("BOT_REGION", "us"),
         MAX_CONTENT_LENGTH=64 * 1024,
-        SECRET_KEY=os.environ.get("BOT_SECRET_KEY") or os.urandom(32),
+        SECRET_KEY=secret_key(),
+        SESSION_COOKIE_NAME="review_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Strict",
+        # Secure cookies behind HTTPS (set BOT_SECURE_COOKIES=1 in production).
+        SESSION_COOKIE_SECURE=os.environ.get("BOT_SECURE_COOKIES", "") == "1",
+        SESSION_COOKIE_PATH="/review",
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=8),
     )
     if test_config:
         app.config.update(test_config)
     security.init_app(app)
+    database.init_app(app)
     app.register_blueprint(demo.bp)
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(review.bp)
+    app.register_blueprint(flows.bp)
+    app.jinja_env.globals["csrf_token"] = auth.csrf_token
+
+    @app.before_request
+    def _review_guards() -> None:
+        from flask import request
+
+        if request.path.startswith("/review"):
+            auth.load_user()
+            auth.check_csrf()
+
     return app
