@@ -17,7 +17,7 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 export PYTHONWARNINGS := ignore
 export SQLALCHEMY_SILENCE_UBER_WARNING := 1
 
-.PHONY: help setup build model run test test-fast validate stories screenshots eval clean
+.PHONY: help setup build model run test test-fast validate stories screenshots eval bench soak audit clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,17 @@ screenshots: model node_modules/.installed ## Take the README's widget screensho
 
 eval: model ## Score the bot on CASES (default: ../shared/eval/dev_cases.yml)
 	@$(PY) -m bot eval --cases $(CASES)
+
+bench: model ## Measure this bot against stock Rasa in one run (~15 min); writes docs/benchmarks.md
+	@bash scripts/system-deps.sh
+	@$(PY) -m bot bench
+
+soak: model ## 10-minute soak: 200 conversations on one server, memory must stay flat (kept out of make test)
+	@bash scripts/system-deps.sh
+	@$(PY) -m pytest -q -p no:cacheprovider tests/soak.py
+
+audit: ## pip-audit of the locked dependencies in its own venv (says so when it cannot reach a vulnerability service)
+	@bash scripts/audit.sh
 
 clean: ## Remove trained models, results and runtime data (keeps .venv)
 	rm -rf models/*.tar.gz var results .pytest_cache

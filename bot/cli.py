@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
@@ -74,17 +74,68 @@ def check() -> None:
 
 @cli.command()
 @click.option("--force", is_flag=True, help="Train even if a model for the current data exists.")
-def train(force: bool) -> None:
-    """Train a model (only if the data changed since the last one).
+@click.option("--finetune", is_flag=True, help="Start from the live model (only example phrases may have changed): faster.")
+@click.option("--skip-validation", is_flag=True, help="Do not run rasa data validate and the content checks first.")
+def train(force: bool, finetune: bool, skip_validation: bool) -> None:
+    """Validate the data, then train a model named by date and data hash.
 
-    The model is written to models/ and named by date and data hash.
+    Does nothing if a model for the current data exists (unless --force).
+    With --finetune, starts from the live model when only phrases changed,
+    so a small change retrains fast.
 
-    Example: python -m bot train
+    Example: python -m bot train --finetune
     """
-    from bot.training import ensure_model, train as train_model
+    from bot import registry
+    from bot.training import FinetuneRefused, data_fingerprint, models_for, train as train_model
 
-    model = train_model() if force else ensure_model()
+    if not force:
+        existing = models_for(data_fingerprint())
+        if existing:
+            click.echo(f"a model for the current data exists: {existing[0]} (use --force to train again)")
+            return
+    if not skip_validation:
+        click.echo("1/2 validating the data ...")
+        validate_data()
+    base = None
+    if finetune:
+        base = registry.serving_model()
+        if base is None:
+            _fail("nothing to finetune: no model yet; train without --finetune")
+    click.echo("2/2 training ...")
+    try:
+        model = train_model(finetune_from=base, log=click.echo)
+    except FinetuneRefused as exc:
+        _fail(str(exc))
     click.echo(str(model))
+
+
+def validate_data() -> None:
+    """rasa data validate (warnings fail) and the project's own checks; exits on failure."""
+    import subprocess
+
+    from bot.build import stale_files
+    from bot.content import ContentStore
+    from bot.hotlines import directory_problems, load_regions
+
+    problems = ContentStore.load().problems() + directory_problems(load_regions())
+    problems += [f"{p.name} is out of date: run python -m bot build" for p in stale_files()]
+    for problem in problems:
+        click.echo(f"- {problem}", err=True)
+    if problems:
+        _fail("the content checks failed")
+    project = paths.project_dir()
+    command = [
+        sys.executable, "-m", "rasa", "data", "validate",
+        "--domain", str(project / "domain"),
+        "--data", str(project / "data" / "nlu"), str(project / "data" / "rules"),
+        "--config", str(project / "config.yml"),
+        "--fail-on-warnings",
+    ]
+    result = subprocess.run(command, cwd=str(project), capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = [l for l in (result.stdout + result.stderr).splitlines() if "UserWarning" in l or "Error" in l or "error" in l]
+        click.echo("\n".join(lines[-20:]), err=True)
+        _fail("rasa data validate failed")
 
 
 @cli.command()
@@ -93,10 +144,12 @@ def train(force: bool) -> None:
 def run(host: str, model_path: Optional[str]) -> None:
     """Start the bot: action server (5055), Rasa server (5005), web app (8080).
 
-    Trains first if the data changed. Stops everything on Ctrl-C.
+    Serves the live model (see promote). On a fresh clone it trains the first
+    model and makes it live. Stops everything on Ctrl-C.
 
     Example: python -m bot run
     """
+    from bot import registry
     from bot.build import write_generated
     from bot.language import ensure_english_pipeline
     from bot.server import actions_service, rasa_service, web_service
@@ -104,7 +157,19 @@ def run(host: str, model_path: Optional[str]) -> None:
 
     ensure_english_pipeline()
     write_generated()
-    model = Path(model_path) if model_path else ensure_model()
+    if model_path:
+        model = Path(model_path)
+    else:
+        current = ensure_model(log=click.echo)
+        live = registry.live_model()
+        if live is None:
+            registry.record_promotion(current, reason="first model (make run)")
+            model = current
+        else:
+            model = live
+            if live != current:
+                click.echo(f"note: serving the live model {live.name}; {current.name} has the current data. "
+                           "Check and ship it with: python -m bot evaluate && python -m bot promote")
     services = [actions_service(), rasa_service(model, host=host), web_service(host=host)]
     for service in services:
         click.echo(f"starting {service.name} ...")
@@ -115,6 +180,7 @@ def run(host: str, model_path: Optional[str]) -> None:
             click.echo(f"{service.name} is up ({service.health_url})")
         click.echo(
             "\nDemo page with the chat widget: http://127.0.0.1:8080/\n"
+            "Review pages: http://127.0.0.1:8080/review/ (accounts: python -m bot users add NAME --role advocate)\n"
             "Chat over REST:\n  curl -XPOST http://127.0.0.1:5005/webhooks/rest/webhook "
             "-d '{\"sender\":\"a\",\"message\":\"why do i miss him\"}'\n"
             f"Logs: {paths.var_dir() / 'logs'}\nPress Ctrl-C to stop."
@@ -346,12 +412,242 @@ def reviews_export(out_path: Optional[str], fmt: str, include_right: bool) -> No
         click.echo(text, nl=False)
 
 
+@cli.group()
+def phrases() -> None:
+    """Add example phrases to the training data (then: train, evaluate, promote)."""
+
+
+def _print_phrase_report(report: "Any") -> None:
+    for intent, text in report.added:
+        click.echo(f"added to {intent}: {text}")
+    for text, source, target in report.moved:
+        click.echo(f"moved from {source} to {target}: {text}")
+    for intent, text in report.duplicates:
+        click.echo(f"skipped (already an example of {intent}): {text}")
+    for text, reason in report.refused:
+        click.echo(f"refused: {text!r}: {reason}", err=True)
+    click.echo(f"{len(report.added)} added, {len(report.duplicates)} duplicates skipped, {len(report.refused)} refused")
+
+
+@phrases.command(name="add")
+@click.option("--intent", required=True, help="The intent (topic id, crisis, affirm, ...).")
+@click.option("--force", is_flag=True, help="Move phrases from another intent; add danger phrases to a non-crisis intent.")
+@click.argument("texts", nargs=-1, required=True)
+def phrases_add(intent: str, force: bool, texts: tuple) -> None:
+    """Add example phrases to an intent (data/nlu/INTENT.yml).
+
+    Whitespace is normalised and duplicates skipped. Refused: an unknown
+    intent, a phrase of another intent, a danger phrase for a non-crisis
+    intent (unless --force). Exits non-zero if anything was refused.
+
+    Example: python -m bot phrases add --intent why_miss "why cant i stop thinking about her"
+    """
+    from bot.phrases import PhraseError, add_phrases
+
+    try:
+        report = add_phrases(intent, texts, force=force)
+    except PhraseError as exc:
+        _fail(str(exc))
+    _print_phrase_report(report)
+    if report.refused:
+        raise SystemExit(1)
+
+
+@phrases.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--force", is_flag=True, help="Move phrases from another intent; add danger phrases to a non-crisis intent.")
+def phrases_import(file: str, force: bool) -> None:
+    """Import phrases from a CSV or YAML file with intent and text columns.
+
+    The advocates' export (python -m bot reviews export) is such a file.
+
+    Example: python -m bot phrases import reviewed.csv
+    """
+    from bot.phrases import PhraseError, import_phrases
+
+    try:
+        report = import_phrases(Path(file), force=force)
+    except PhraseError as exc:
+        _fail(str(exc))
+    _print_phrase_report(report)
+    if report.refused:
+        raise SystemExit(1)
+
+
+@cli.command()
+@click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--cases", "cases_path", type=click.Path(exists=True, dir_okay=False), help="Dev cases (default: the shared dev set).")
+@click.option("--crisis-cases", type=click.Path(exists=True, dir_okay=False), help="Crisis test file (default: tests/data/crisis_cases.yml).")
+@click.option("--folds", default=3, show_default=True, help="Intent cross-validation folds (0 to skip it).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), help="HTML report (default: var/reports/MODEL.html).")
+def evaluate(model: Optional[str], cases_path: Optional[str], crisis_cases: Optional[str], folds: int, report_path: Optional[str]) -> None:
+    """Evaluate a model (default: the newest) and compare it with the live one.
+
+    Runs intent cross-validation, the dev cases and the crisis test file
+    through the whole bot, writes an HTML report (per-intent precision,
+    recall and F1, a confusion matrix, the misclassified phrases) and prints
+    the comparison with the live model.
+
+    Example: python -m bot evaluate --folds 0
+    """
+    from bot import registry
+    from bot.model_eval import cross_validate, evaluate_model
+    from bot.report import comparison_text, render
+    from bot.training import all_models
+
+    candidate = Path(model) if model else (all_models() or [None])[0]
+    if candidate is None:
+        _fail("no model to evaluate: run python -m bot train")
+    dev = Path(cases_path) if cases_path else default_cases()
+    crisis = Path(crisis_cases) if crisis_cases else default_crisis_cases()
+    click.echo(f"evaluating {candidate.name} on {dev.name} and {crisis.name} ...")
+    result = evaluate_model(candidate, dev, crisis)
+    live_path = registry.live_model()
+    live = evaluate_model(live_path, dev, crisis) if live_path and live_path != candidate else None
+    cv = None
+    if folds and folds > 1:
+        click.echo(f"intent cross-validation, {folds} folds ...")
+        cv = cross_validate(folds)
+    out = Path(report_path) if report_path else paths.var_dir() / "reports" / candidate.name.replace(".tar.gz", ".html")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(result, live, cv), encoding="utf-8")
+    click.echo(comparison_text(result, live))
+    click.echo(f"report: {out}")
+
+
+@cli.command()
+@click.argument("model", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--force", is_flag=True, help="Promote even if the gate refuses (needs --reason).")
+@click.option("--reason", default="", help="Why a refused model is promoted anyway (recorded).")
+@click.option("--cases", "cases_path", type=click.Path(exists=True, dir_okay=False), help="Dev cases for the gate.")
+@click.option("--crisis-cases", type=click.Path(exists=True, dir_okay=False), help="Crisis test file for the gate.")
+def promote(model: Optional[str], force: bool, reason: str, cases_path: Optional[str], crisis_cases: Optional[str]) -> None:
+    """Ship a model: only if it hands off every crisis and answers no worse.
+
+    Gate: crisis recall on the crisis test file is 100 % and dev-set topic
+    accuracy dropped by at most one point against the live model. Then the
+    running servers (BOT_SERVER_URLS, default http://127.0.0.1:5005) load it
+    through Rasa's HTTP API without dropping conversations, and the previous
+    model is kept for rollback.
+
+    Example: python -m bot promote
+    """
+    from bot import registry
+    from bot.model_eval import evaluate_model
+    from bot.promote import gate, hot_swap
+    from bot.report import comparison_text
+    from bot.training import all_models
+
+    candidate = Path(model) if model else (all_models() or [None])[0]
+    if candidate is None:
+        _fail("no model to promote: run python -m bot train")
+    if force and not reason.strip():
+        _fail("--force needs --reason: say why this model ships despite the gate")
+    live_path = registry.live_model()
+    if live_path == candidate:
+        click.echo(f"{candidate.name} is already live")
+        return
+    dev = Path(cases_path) if cases_path else default_cases()
+    crisis = Path(crisis_cases) if crisis_cases else default_crisis_cases()
+    click.echo(f"checking {candidate.name} against the live model {live_path.name if live_path else '(none)'} ...")
+    result = evaluate_model(candidate, dev, crisis)
+    live = evaluate_model(live_path, dev, crisis) if live_path else None
+    click.echo(comparison_text(result, live))
+    verdict = gate(result, live)
+    if not verdict.passed:
+        for why in verdict.reasons:
+            click.echo(f"- {why}", err=True)
+        if not force:
+            _fail(f"refused to promote {candidate.name} (use --force --reason TEXT to override)")
+        click.echo(f"promoting despite the gate: {reason}", err=True)
+    for swap in hot_swap(candidate):
+        click.echo(f"{swap.url}: {swap.detail}")
+    entry = registry.record_promotion(
+        candidate, forced=force and not verdict.passed, reason=reason,
+        report={"topic_accuracy": result["dev"]["topic_accuracy"], "crisis_recall": result["crisis_file"]["crisis_recall"]},
+    )
+    click.echo(f"{candidate.name} is live (previous: {entry['previous'] or 'none'})")
+
+
+@cli.command()
+def rollback() -> None:
+    """Go back to the model that was live before the current one.
+
+    Example: python -m bot rollback
+    """
+    from bot import registry
+    from bot.promote import hot_swap
+
+    previous = registry.previous_model()
+    if not previous or not (paths.models_dir() / previous).exists():
+        _fail("no previous model to roll back to")
+    for swap in hot_swap(paths.models_dir() / previous):
+        click.echo(f"{swap.url}: {swap.detail}")
+    registry.record_rollback(previous)
+    click.echo(f"{previous} is live again")
+
+
+@cli.command()
+def models() -> None:
+    """List the trained models and show which one is live.
+
+    Example: python -m bot models
+    """
+    from bot import registry
+
+    for entry in registry.listing():
+        click.echo(f"{'*' if entry['live'] else ' '} {entry['model']}  {entry['size_kb']} KB")
+
+
+def default_crisis_cases() -> Path:
+    return paths.project_dir() / "tests" / "data" / "crisis_cases.yml"
+
+
 def default_cases() -> Path:
     shared = paths.project_dir().parent / "shared" / "eval" / "dev_cases.yml"
     return shared if shared.exists() else paths.project_dir() / "tests" / "data" / "dev_cases.yml"
 
 
+@cli.command()
+@click.option("--only", multiple=True, type=click.Choice(["baseline", "project", "project2"]),
+              help="Measure only these set-ups (repeatable). Ratios need the baseline.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default="docs/benchmarks.md", show_default=True)
+def bench(only: tuple, out_path: str) -> None:
+    """Measure this bot against stock Rasa (rasa init config) in one run.
+
+    Trains both from scratch, starts each server, and loads it over REST from a
+    separate process: one visitor, 50 visitors back to back, 150 visitors who
+    write every 2-4 s. Prints the table and writes it to docs/benchmarks.md.
+    Takes about 15 minutes.
+
+    Example: python -m bot bench
+    """
+    from bot.bench.runner import run_benchmark, write_markdown
+
+    variants = run_benchmark(log=lambda m: click.echo(m), only=list(only) or None)
+    table = write_markdown(variants, paths.project_dir() / out_path)
+    click.echo("\n" + table + f"\n\nwritten to {out_path}")
+
+
+def quiet_logging() -> None:
+    """Warnings only, except the training progress (one line per component)."""
+    import logging
+
+    os.environ.setdefault("RASA_TELEMETRY_ENABLED", "false")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("SQLALCHEMY_SILENCE_UBER_WARNING", "1")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("rasa.engine.training.hooks").setLevel(logging.INFO)
+    try:
+        import structlog
+
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    except ImportError:  # pragma: no cover
+        pass
+
+
 def main() -> None:
+    quiet_logging()
     cli(prog_name="python -m bot")
 
 

@@ -46,3 +46,8 @@ def spacy_model_dir() -> Path:
 def var_dir() -> Path:
     """Runtime state outside git: the SQLite database, logs, pid files."""
     return Path(os.environ.get("BOT_VAR_DIR", project_dir() / "var"))
+
+
+def cache_dir() -> Path:
+    """Caches that only speed things up (sentence embeddings of training examples)."""
+    return Path(os.environ.get("BOT_CACHE_DIR", var_dir() / "cache"))

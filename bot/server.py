@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from bot import paths
+from bot.keys import api_token
 
 DEFAULT_HOST = "127.0.0.1"
 RASA_PORT = 5005
@@ -118,6 +119,8 @@ def rasa_service(
         "--port", str(port),
         "--interface", host,
         "--cors", *allowed_origins(),
+        # Rasa's HTTP API (model swaps by promote, trackers) only with the token.
+        "--enable-api", "--auth-token", api_token(),
         *(extra_args or []),
     ]
     return Service(name, command, f"http://{host}:{port}/webhooks/rest/", env=env or {})

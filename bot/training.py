@@ -6,22 +6,26 @@ second run does no work.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 from bot import paths
 
 #: Folders and files whose content goes into a model.
 MODEL_INPUTS = ("config.yml", "domain", "data/nlu", "data/rules", "data/stories", "bot/nlu")
+#: Inputs that a finetune must leave unchanged (only phrases may change).
+STRUCTURE_INPUTS = ("config.yml", "domain", "data/rules", "data/stories", "bot/nlu")
 #: What ``rasa train`` reads as training data.
 TRAINING_DATA = ("data/nlu", "data/rules", "data/stories")
 
 
-def _input_files(project_dir: Path) -> List[Path]:
+def _input_files(project_dir: Path, inputs: tuple = MODEL_INPUTS) -> List[Path]:
     files: List[Path] = []
-    for name in MODEL_INPUTS:
+    for name in inputs:
         path = project_dir / name
         if path.is_file():
             files.append(path)
@@ -30,11 +34,11 @@ def _input_files(project_dir: Path) -> List[Path]:
     return files
 
 
-def data_fingerprint(project_dir: Optional[Path] = None) -> str:
+def data_fingerprint(project_dir: Optional[Path] = None, inputs: tuple = MODEL_INPUTS) -> str:
     """A short hash of every training input (changes when any of them changes)."""
     project_dir = Path(project_dir) if project_dir else paths.project_dir()
     digest = hashlib.sha256()
-    for path in _input_files(project_dir):
+    for path in _input_files(project_dir, inputs):
         digest.update(str(path.relative_to(project_dir)).encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
@@ -63,6 +67,53 @@ def model_name(fingerprint: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{fingerprint}"
 
 
+def structure_fingerprint(project_dir: Optional[Path] = None) -> str:
+    """A hash of everything but the example phrases: unchanged means a finetune is possible."""
+    return data_fingerprint(project_dir, STRUCTURE_INPUTS)
+
+
+def sidecar(model: Path) -> Path:
+    return Path(str(model).replace(".tar.gz", ".json"))
+
+
+@contextlib.contextmanager
+def _schema_validation_skipped() -> Iterator[None]:
+    """Rasa re-validates every YAML file against its schema while training (seconds).
+
+    ``bot train`` runs ``rasa data validate`` first, so the second check is skipped.
+    """
+    from rasa.shared.utils import validation
+
+    original = validation.validate_yaml_schema
+    validation.validate_yaml_schema = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        validation.validate_yaml_schema = original
+
+
+@contextlib.contextmanager
+def _cache_bypassed() -> Iterator[None]:
+    """Rasa fingerprints every node's input and output to fill its training cache.
+
+    A finetune retrains every NLU node anyway (the phrases changed), so that
+    bookkeeping only costs time: it is skipped (with ``force_training``).
+    """
+    from rasa.engine.training import hooks
+
+    before, after = hooks.TrainingHook.on_before_node, hooks.TrainingHook.on_after_node
+    hooks.TrainingHook.on_before_node = lambda self, *args, **kwargs: {}
+    hooks.TrainingHook.on_after_node = lambda self, *args, **kwargs: None
+    try:
+        yield
+    finally:
+        hooks.TrainingHook.on_before_node, hooks.TrainingHook.on_after_node = before, after
+
+
+class FinetuneRefused(RuntimeError):
+    """More than phrases changed since the base model: train from scratch."""
+
+
 def train(
     project_dir: Optional[Path] = None,
     finetune_from: Optional[Path] = None,
@@ -77,22 +128,45 @@ def train(
     project_dir = Path(project_dir) if project_dir else paths.project_dir()
     ensure_english_pipeline(project_dir / "models" / "spacy-en")
     fingerprint = data_fingerprint(project_dir)
+    structure = structure_fingerprint(project_dir)
+    if finetune_from is not None:
+        base = json.loads(sidecar(finetune_from).read_text()) if sidecar(finetune_from).exists() else {}
+        if base.get("structure") != structure:
+            raise FinetuneRefused(
+                f"the configuration, domain or rules changed since {finetune_from.name}: train without --finetune"
+            )
     name = model_name(fingerprint)
     started = time.perf_counter()
     log(f"training model {name} ({'finetuning ' + finetune_from.name if finetune_from else 'from scratch'})")
-    result = rasa_train(
-        domain=str(project_dir / "domain"),
-        config=str(project_dir / "config.yml"),
-        training_files=training_paths(project_dir),
-        output=str(project_dir / "models"),
-        fixed_model_name=name,
-        model_to_finetune=str(finetune_from) if finetune_from else None,
-        finetuning_epoch_fraction=epoch_fraction,
-    )
+    with _schema_validation_skipped(), (_cache_bypassed() if finetune_from else contextlib.nullcontext()):
+        result = rasa_train(
+            domain=str(project_dir / "domain"),
+            config=str(project_dir / "config.yml"),
+            training_files=training_paths(project_dir),
+            output=str(project_dir / "models"),
+            fixed_model_name=name,
+            model_to_finetune=str(finetune_from) if finetune_from else None,
+            finetuning_epoch_fraction=epoch_fraction,
+            force_training=finetune_from is not None,
+        )
     if result.code != 0 or not result.model:
         raise RuntimeError(f"training failed (code {result.code})")
-    log(f"trained in {time.perf_counter() - started:.1f} s: {result.model}")
-    return Path(result.model)
+    seconds = time.perf_counter() - started
+    model = Path(result.model)
+    sidecar(model).write_text(
+        json.dumps(
+            {
+                "data": fingerprint,
+                "structure": structure,
+                "trained_in_seconds": round(seconds, 1),
+                "finetuned_from": finetune_from.name if finetune_from else None,
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    log(f"trained in {seconds:.1f} s: {model}")
+    return model
 
 
 def ensure_model(project_dir: Optional[Path] = None, log: Callable[[str], None] = print) -> Path:

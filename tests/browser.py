@@ -1,4 +1,9 @@
-"""Headless Chromium (Debian's) driven by Playwright, for the browser tests."""
+"""Headless Chromium (Debian's) driven by Playwright, for the browser tests.
+
+The browser is module-scoped on purpose: Playwright's sync API keeps an
+asyncio loop marked as running in this thread while it is open, which would
+break every later test that calls ``asyncio.run``.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +25,7 @@ CHROMIUM_ARGS = [
 AXE = Path(__file__).parent.parent / "node_modules" / "axe-core" / "axe.min.js"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator["object"]:
     from playwright.sync_api import sync_playwright
 

@@ -1,27 +1,33 @@
 """The intent classifier: fast bag-of-words first, a sentence encoder only when unsure.
 
-Two logistic regressions (liblinear, one-vs-rest) share the sparse word and
-character n-gram features from the pipeline:
+Features: counts of the message's lemma unigrams and bigrams (from the spaCy
+tokens of the pipeline) and of character 2-4-grams (robust to typos), made
+with scikit-learn in one batch. Two logistic regressions (liblinear,
+one-vs-rest) use them:
 
-- the *fast* model uses only those features (about a millisecond);
+- the *fast* model uses only those counts (well under a millisecond);
 - the *full* model adds a sentence embedding (``bot.nlu.sentence_encoder``),
   which understands paraphrases the words alone miss, at ~10 ms a message.
 
-A message whose fast prediction is confident enough keeps it; the others are
-embedded and classified by the full model. On the dev set this keeps most
-messages on the fast path with the accuracy of the full model (see README).
-Messages without any feature (empty, whitespace) get no intent and fall back
-calmly instead of crashing, as Rasa's own classifier does.
+A message whose fast prediction is confident enough keeps it; the others
+(and every crisis guess) are embedded and classified by the full model. On
+the dev set this keeps most messages on the fast path with the accuracy of
+the full model (see README). Messages without any feature (empty,
+whitespace) get no intent and fall back calmly instead of crashing, as
+Rasa's own classifier does. Models and vocabularies are saved as plain
+arrays and JSON: nothing is unpickled when a model loads.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Text, Type
+from typing import Any, Dict, Iterable, List, Optional, Text, Type
 
 import numpy as np
-from scipy.sparse import csr_matrix, hstack, vstack
+from scipy.sparse import csr_matrix, hstack
+from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from rasa.engine.graph import ExecutionContext, GraphComponent
@@ -29,8 +35,8 @@ from rasa.engine.recipes.default_recipe import DefaultV1Recipe
 from rasa.engine.storage.resource import Resource
 from rasa.engine.storage.storage import ModelStorage
 from rasa.nlu.classifiers.classifier import IntentClassifier
-from rasa.nlu.featurizers.featurizer import Featurizer
-from rasa.shared.nlu.constants import INTENT, TEXT
+from rasa.nlu.tokenizers.tokenizer import Tokenizer
+from rasa.shared.nlu.constants import INTENT, TEXT, TEXT_TOKENS
 from rasa.shared.nlu.training_data.message import Message
 from rasa.shared.nlu.training_data.training_data import TrainingData
 
@@ -39,6 +45,47 @@ from bot import paths
 logger = logging.getLogger(__name__)
 
 CRISIS_INTENT = "crisis"
+#: Confidence factor for a message without a single known word (makes it fall back).
+UNKNOWN_WORDS_DISCOUNT = 0.3
+
+
+def _lemma_ngrams(lemmas: List[str]) -> List[str]:
+    """Lemma unigrams and bigrams ("miss", "miss him")."""
+    return lemmas + [f"{a} {b}" for a, b in zip(lemmas, lemmas[1:])]
+
+
+class Features:
+    """The bag-of-words features: lemma n-grams and character n-grams, vectorised in batches."""
+
+    def __init__(self, words: Optional[Dict[str, int]] = None, chars: Optional[Dict[str, int]] = None) -> None:
+        self.words = CountVectorizer(analyzer=_lemma_ngrams, vocabulary=words, dtype=np.float32)
+        self.chars = CountVectorizer(analyzer="char_wb", ngram_range=(2, 4), lowercase=True, vocabulary=chars, dtype=np.float32)
+
+    @staticmethod
+    def lemmas(message: Message) -> List[str]:
+        tokens = message.get(TEXT_TOKENS) or []
+        return [(getattr(t, "lemma", None) or t.text).lower() for t in tokens if (t.text or "").strip()]
+
+    def fit(self, messages: List[Message]) -> csr_matrix:
+        lemmas = [self.lemmas(m) for m in messages]
+        texts = [(m.get(TEXT) or "").lower() for m in messages]
+        return hstack([self.words.fit_transform(lemmas), self.chars.fit_transform(texts)]).tocsr()
+
+    def transform(self, messages: List[Message]) -> csr_matrix:
+        lemmas = [self.lemmas(m) for m in messages]
+        texts = [(m.get(TEXT) or "").lower() for m in messages]
+        return hstack([self.words.transform(lemmas), self.chars.transform(texts)]).tocsr()
+
+    def knows_a_word(self, message: Message) -> bool:
+        """True when at least one of the message's words was in the training phrases."""
+        vocabulary = self.words.vocabulary_ if hasattr(self.words, "vocabulary_") else self.words.vocabulary
+        return any(lemma in vocabulary for lemma in self.lemmas(message) if lemma.isalpha())
+
+    def vocabularies(self) -> Dict[str, Dict[str, int]]:
+        return {
+            "words": {k: int(v) for k, v in self.words.vocabulary_.items()},
+            "chars": {k: int(v) for k, v in self.chars.vocabulary_.items()},
+        }
 
 
 @DefaultV1Recipe.register(
@@ -49,19 +96,20 @@ class TopicClassifier(GraphComponent, IntentClassifier):
 
     @classmethod
     def required_components(cls) -> List[Type]:
-        return [Featurizer]
+        return [Tokenizer]
 
     @staticmethod
     def get_default_config() -> Dict[Text, Any]:
         return {
-            "C": 1.0,
+            "C": 0.5,
             # Weight of the sentence embedding against the n-gram counts.
-            "embedding_scale": 20.0,
+            "embedding_scale": 10.0,
             # Keep the fast prediction when its confidence is at least this.
             "fast_confidence": 0.95,
             "use_embeddings": True,
             "ranking_length": 10,
             "random_state": 42,
+            "n_jobs": 2,
         }
 
     def __init__(
@@ -69,12 +117,14 @@ class TopicClassifier(GraphComponent, IntentClassifier):
         config: Dict[Text, Any],
         model_storage: ModelStorage,
         resource: Resource,
+        features: Optional[Features] = None,
         fast: Optional[LogisticRegression] = None,
         full: Optional[LogisticRegression] = None,
     ) -> None:
         self.config = {**self.get_default_config(), **config}
         self._model_storage = model_storage
         self._resource = resource
+        self.features = features
         self.fast = fast
         self.full = full
 
@@ -88,12 +138,28 @@ class TopicClassifier(GraphComponent, IntentClassifier):
     ) -> "TopicClassifier":
         return cls(config, model_storage, resource)
 
-    def _new_model(self) -> LogisticRegression:
-        return LogisticRegression(
-            C=self.config["C"], solver="liblinear", max_iter=1000, random_state=self.config["random_state"]
-        )
-
     # ------------------------------------------------------------------ training
+
+    def _fit(self, matrix: csr_matrix, labels: List[str]) -> LogisticRegression:
+        """One-vs-rest logistic regressions (liblinear), fitted on both cores at once."""
+        from joblib import parallel_backend
+        from sklearn.multiclass import OneVsRestClassifier
+
+        # The dual formulation: far fewer examples than features, so it solves 3x faster.
+        base = LogisticRegression(
+            C=self.config["C"], solver="liblinear", dual=True, max_iter=2000, random_state=self.config["random_state"]
+        )
+        # Threads, not processes: liblinear releases the GIL, and processes would
+        # get read-only memory-mapped copies of the matrix, which liblinear refuses.
+        with parallel_backend("threading", n_jobs=self.config["n_jobs"]):
+            ovr = OneVsRestClassifier(base, n_jobs=self.config["n_jobs"]).fit(matrix, labels)
+        # Fold the binary models into one LogisticRegression, as liblinear's own
+        # one-vs-rest would have made: predict_proba is the same.
+        model = LogisticRegression(C=self.config["C"], solver="liblinear", multi_class="ovr")
+        model.classes_ = ovr.classes_
+        model.coef_ = np.vstack([e.coef_ for e in ovr.estimators_])
+        model.intercept_ = np.concatenate([e.intercept_ for e in ovr.estimators_])
+        return model
 
     def train(self, training_data: TrainingData) -> Resource:
         examples = [e for e in training_data.intent_examples if e.get(INTENT) and e.get(TEXT)]
@@ -101,24 +167,25 @@ class TopicClassifier(GraphComponent, IntentClassifier):
             logger.warning("TopicClassifier: no intent examples to train on")
             return self._resource
         labels = [e.get(INTENT) for e in examples]
-        sparse = vstack([_sparse_row(e) for e in examples]).tocsr()
-        self.fast = self._new_model().fit(sparse, labels)
+        self.features = Features()
+        matrix = self.features.fit(examples)
+        self.fast = self._fit(matrix, labels)
         if self.config["use_embeddings"]:
             embeddings = embed_training_examples([e.get(TEXT) for e in examples])
-            self.full = self._new_model().fit(self._joint(sparse, embeddings), labels)
+            self.full = self._fit(self._joint(matrix, embeddings), labels)
         self.persist()
         return self._resource
 
-    def _joint(self, sparse: csr_matrix, embeddings: np.ndarray) -> csr_matrix:
-        return hstack([sparse, csr_matrix(embeddings * self.config["embedding_scale"])]).tocsr()
+    def _joint(self, matrix: csr_matrix, embeddings: np.ndarray) -> csr_matrix:
+        return hstack([matrix, csr_matrix(embeddings * self.config["embedding_scale"])]).tocsr()
 
     def persist(self) -> None:
-        import skops.io as sio
-
+        """Saves plain arrays (npz) and vocabularies (JSON): quick to write, nothing to unpickle."""
         with self._model_storage.write_to(self._resource) as directory:
-            sio.dump(self.fast, directory / "fast.skops")
-            if self.full is not None:
-                sio.dump(self.full, directory / "full.skops")
+            (directory / "vocabularies.json").write_text(json.dumps(self.features.vocabularies()), encoding="utf-8")
+            for name, model in (("fast", self.fast), ("full", self.full)):
+                if model is not None:
+                    np.savez(directory / f"{name}.npz", coef=model.coef_, intercept=model.intercept_, classes=model.classes_.astype(str))
 
     @classmethod
     def load(
@@ -129,17 +196,21 @@ class TopicClassifier(GraphComponent, IntentClassifier):
         execution_context: ExecutionContext,
         **kwargs: Any,
     ) -> "TopicClassifier":
-        import skops.io as sio
-
         def read(path: Path) -> Optional[LogisticRegression]:
             if not path.exists():
                 return None
-            return sio.load(path, trusted=sio.get_untrusted_types(file=path))
+            with np.load(path, allow_pickle=False) as arrays:
+                model = LogisticRegression(solver="liblinear", multi_class="ovr")
+                model.coef_, model.intercept_ = arrays["coef"], arrays["intercept"]
+                model.classes_ = arrays["classes"].astype(object)
+            return model
 
         try:
             with model_storage.read_from(resource) as directory:
-                return cls(config, model_storage, resource, read(directory / "fast.skops"), read(directory / "full.skops"))
-        except ValueError:
+                vocabularies = json.loads((directory / "vocabularies.json").read_text(encoding="utf-8"))
+                features = Features(vocabularies["words"], vocabularies["chars"])
+                return cls(config, model_storage, resource, features, read(directory / "fast.npz"), read(directory / "full.npz"))
+        except (ValueError, FileNotFoundError):
             return cls(config, model_storage, resource)
 
     # ------------------------------------------------------------------ inference
@@ -154,8 +225,10 @@ class TopicClassifier(GraphComponent, IntentClassifier):
 
     def rank(self, message: Message) -> List[Dict[str, Any]]:
         """Intents with confidences, best first (empty for a message without features)."""
-        row = _sparse_row(message)
-        if row.nnz == 0 or not (message.get(TEXT) or "").strip():
+        if not (message.get(TEXT) or "").strip():
+            return []
+        row = self.features.transform([message])
+        if row.nnz == 0:
             return []
         probabilities = self.fast.predict_proba(row)[0]
         classes = self.fast.classes_
@@ -165,35 +238,42 @@ class TopicClassifier(GraphComponent, IntentClassifier):
             embedding = embed_message(message.get(TEXT))
             probabilities = self.full.predict_proba(self._joint(row, embedding))[0]
             classes = self.full.classes_
+        if not self.features.knows_a_word(message):
+            # Not one word the bot has seen ("zxqv blorp", another alphabet): whatever
+            # the character n-grams suggest, the bot should not be sure of it.
+            probabilities = probabilities * UNKNOWN_WORDS_DISCOUNT
         order = np.argsort(-probabilities)
         return [{"name": str(classes[i]), "confidence": float(probabilities[i])} for i in order]
-
-
-def _sparse_row(message: Message) -> csr_matrix:
-    features = message.get_sparse_features(attribute=TEXT)[1]
-    if features is None:
-        return csr_matrix((1, 0))
-    return csr_matrix(features.features)
 
 
 # ---------------------------------------------------------------------- embeddings
 
 
 def _cache_path() -> Path:
-    return paths.var_dir() / "cache" / "sentence-embeddings.npz"
+    return paths.cache_dir() / "sentence-embeddings.npz"
 
 
-def embed_training_examples(texts: List[str]) -> np.ndarray:
+def _read_cache() -> Dict[str, np.ndarray]:
+    path = _cache_path()
+    if not path.exists():
+        return {}
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            keys, vectors = stored["keys"], stored["vectors"]
+    except (KeyError, ValueError, OSError):  # an old or broken cache: rebuild it
+        return {}
+    return {str(k): v for k, v in zip(keys, vectors)}
+
+
+def embed_training_examples(texts: Iterable[str]) -> np.ndarray:
     """Embeddings of training examples, cached on disk so that retraining reuses them.
 
     (Visitors' messages are never cached: only training examples pass here.)
     """
     from bot.nlu.sentence_encoder import shared_encoder
 
-    cached: Dict[str, np.ndarray] = {}
-    if _cache_path().exists():
-        with np.load(_cache_path()) as stored:
-            cached = {k: stored[k] for k in stored.files}
+    texts = list(texts)
+    cached = _read_cache()
     keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
     missing = sorted({k: t for k, t in zip(keys, texts) if k not in cached}.items())
     if missing:
@@ -201,7 +281,8 @@ def embed_training_examples(texts: List[str]) -> np.ndarray:
         vectors = shared_encoder().encode([t for _, t in missing])
         cached.update({k: v for (k, _), v in zip(missing, vectors)})
         _cache_path().parent.mkdir(parents=True, exist_ok=True)
-        np.savez(_cache_path(), **{k: cached[k] for k in set(keys) | set(cached)})
+        names = sorted(cached)
+        np.savez(_cache_path(), keys=np.array(names), vectors=np.vstack([cached[k] for k in names]))
     return np.vstack([cached[k] for k in keys])
 
 

@@ -60,8 +60,9 @@ class CrisisOverride(GraphComponent):
     @staticmethod
     def get_default_config() -> Dict[Text, Any]:
         return {
-            # When the message fell back (nobody is sure what it is), hand off if
-            # the crisis intent has at least this confidence ("when unsure, hand off").
+            # Hand off when the trained crisis intent has at least this confidence and
+            # is the best guess, or the message fell back (nobody is sure what it
+            # is): "when unsure, hand off". Fainter crisis guesses are not acted on.
             "unsure_threshold": 0.3,
             # Same as the FallbackClassifier's threshold: used when a vetoed crisis
             # guess leaves no confident topic.
@@ -95,6 +96,8 @@ class CrisisOverride(GraphComponent):
             return
         source = self._classifier_crisis(message)
         if not source:
+            if (message.get(INTENT) or {}).get(INTENT_NAME_KEY) == CRISIS_INTENT:
+                self._demote(message)  # a crisis guess too faint to act on: the next guess, or fallback
             return
         if self.detector.explain(text).judged_safe:
             self._demote(message)
@@ -127,10 +130,10 @@ class CrisisOverride(GraphComponent):
         crisis = next((r for r in ranking if r.get(INTENT_NAME_KEY) == CRISIS_INTENT), None)
         if crisis is None:
             return None
-        if ranking[0] is crisis:
+        confidence = crisis.get(PREDICTED_CONFIDENCE_KEY) or 0.0
+        if ranking[0] is crisis and confidence >= self.config["unsure_threshold"]:
             return "classifier"
         intent = (message.get(INTENT) or {}).get(INTENT_NAME_KEY)
-        confidence = crisis.get(PREDICTED_CONFIDENCE_KEY) or 0.0
         if intent == FALLBACK_INTENT and confidence >= self.config["unsure_threshold"]:
             return "unsure"
         return None

@@ -65,9 +65,67 @@ class SentenceEncoder:
     def dimension(self) -> int:
         return int(self.w["embeddings.word_embeddings.weight"].shape[1])
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit vector per text (an all-zero row for an empty text)."""
-        return np.vstack([self._encode_one(t) for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """One unit vector per text (an all-zero row for an empty text).
+
+        Many texts (training) go in padded batches of similar length: big
+        matrix products use the CPU far better than one short sentence at a time.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), np.float32)
+        if len(texts) == 1:
+            return self._encode_one(texts[0])[None, :]
+        out = np.zeros((len(texts), self.dimension), np.float32)
+        with self._lock:
+            encodings = [self.tokenizer.encode(t).ids if t and t.strip() else [] for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
+        for start in range(0, len(order), batch_size):
+            chunk = [i for i in order[start : start + batch_size] if encodings[i]]
+            if chunk:
+                out[chunk] = self._encode_batch([encodings[i] for i in chunk])
+        return out
+
+    def _encode_batch(self, batch: List[List[int]]) -> np.ndarray:
+        w = self.w
+        size_b, length = len(batch), max(len(ids) for ids in batch)
+        ids = np.zeros((size_b, length), np.int64)
+        mask = np.zeros((size_b, length), np.float32)
+        for row, tokens in enumerate(batch):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1.0
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:length][None, :, :]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
+        heads = self.heads
+        width = x.shape[-1]
+        size = width // heads
+        bias = (1.0 - mask)[:, None, None, :] * -1e9  # padding is never attended to
+        x = x.reshape(size_b * length, width)  # one big matrix product per layer, not one per sentence
+
+        def split(t: np.ndarray) -> np.ndarray:
+            return t.reshape(size_b, length, heads, size).transpose(0, 2, 1, 3)
+
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}."
+            q = split(x @ w[p + "attention.self.query.weight"] + w[p + "attention.self.query.bias"])
+            k = split(x @ w[p + "attention.self.key.weight"] + w[p + "attention.self.key.bias"])
+            v = split(x @ w[p + "attention.self.value.weight"] + w[p + "attention.self.value.bias"])
+            scores = (q @ k.transpose(0, 1, 3, 2)) / np.sqrt(size) + bias
+            scores -= scores.max(-1, keepdims=True)
+            attn = np.exp(scores)
+            attn /= attn.sum(-1, keepdims=True)
+            context = (attn @ v).transpose(0, 2, 1, 3).reshape(size_b * length, width)
+            attended = context @ w[p + "attention.output.dense.weight"] + w[p + "attention.output.dense.bias"]
+            x = _layer_norm(x + attended, w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], self.eps)
+            hidden = _gelu(x @ w[p + "intermediate.dense.weight"] + w[p + "intermediate.dense.bias"])
+            out = hidden @ w[p + "output.dense.weight"] + w[p + "output.dense.bias"]
+            x = _layer_norm(x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], self.eps)
+        x = x.reshape(size_b, length, width)
+        pooled = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
     def _encode_one(self, text: str) -> np.ndarray:
         if not text or not text.strip():

@@ -1,0 +1,281 @@
+"""``make bench``: train, start and load the project's server and a stock-Rasa baseline.
+
+Both are measured in the same run on the same machine, so the ratios hold
+even on a noisy shared machine. The baseline is the configuration ``rasa
+init`` gives (bench/baseline/config.yml: DIET, TED, UnexpecTED, in-memory
+stores) trained on this project's domain and data. Load comes from
+``bot.bench.loadgen`` in its own process on loopback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import requests
+
+from bot import paths
+from bot.local_services import PostgresServer, RedisServer, free_port
+from bot.server import Service, actions_service, python, rasa_service
+
+Log = Callable[[str], None]
+
+#: The scenarios of the issue: one visitor; 50 back to back; 150 every 2-4 s.
+SCENARIOS = {
+    "single": ["--mode", "burst", "--visitors", "1", "--conversations", "6", "--duration", "90"],
+    "burst50": ["--mode", "burst", "--visitors", "50", "--duration", "30"],
+    "steady150": ["--mode", "steady", "--visitors", "150", "--duration", "60"],
+}
+
+
+@dataclass
+class Variant:
+    """One server set-up to measure."""
+
+    name: str
+    label: str
+    config: Path
+    credentials: Path
+    workers: int = 1
+    stores: str = "project"  # "project" (SQL tracker store), "memory" (stock), "scaled" (PostgreSQL + Redis)
+    results: Dict[str, object] = field(default_factory=dict)
+
+
+def rss_mb(pid: int) -> List[float]:
+    """Resident memory (MB) of a process and of each of its children (Sanic workers)."""
+    pids = [pid]
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        pids += [int(p) for p in out]
+    except OSError:
+        pass
+    sizes = []
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    sizes.append(int(line.split()[1]) / 1024)
+        except OSError:
+            continue
+    return sizes
+
+
+def train(variant: Variant, out_dir: Path, log: Log) -> Path:
+    """``rasa train`` from scratch with empty caches; returns the model and records the time."""
+    cache = Path(tempfile.mkdtemp(prefix="bench-cache-"))
+    env = {**os.environ, "RASA_CACHE_DIRECTORY": str(cache / "rasa"), "BOT_CACHE_DIR": str(cache / "bot")}
+    command = [python(), "-m", "rasa", "train", "--config", str(variant.config), "--domain", "domain",
+               "--data", "data/nlu", "data/rules", "--out", str(out_dir), "--fixed-model-name", variant.name]
+    log(f"  training {variant.label} (empty caches) ...")
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=paths.project_dir(), env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    shutil.rmtree(cache, ignore_errors=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"training {variant.name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    variant.results["train_s"] = round(seconds, 1)
+    log(f"  trained in {seconds:.0f} s")
+    return out_dir / f"{variant.name}.tar.gz"
+
+
+def loadgen(url: str, scenario: str, log: Log) -> Dict[str, object]:
+    command = [python(), "-m", "bot.bench.loadgen", "--url", url, *SCENARIOS[scenario]]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError(f"load generator failed: {result.stderr[-2000:]}")
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    log(f"    {scenario}: {summary['messages']} messages, {summary['per_second']}/s, "
+        f"p50 {summary['p50_ms']} ms, p95 {summary['p95_ms']} ms, p99 {summary['p99_ms']} ms, "
+        f"errors {summary['errors']}")
+    return summary
+
+
+def warm_up(url: str, count: int = 30) -> None:
+    """A few messages first, so that lazy start-up work is not counted as latency."""
+    for i in range(count):
+        requests.post(f"{url}/webhooks/rest/webhook", json={"sender": f"warm-{i % 3}", "message": "why do i miss him"},
+                      timeout=60)
+
+
+def endpoints_for(variant: Variant, work: Path, action_port: int, infra: Dict[str, object]) -> Path:
+    import yaml
+
+    config: Dict[str, object] = {"action_endpoint": {"url": f"http://127.0.0.1:{action_port}/webhook"}}
+    if variant.stores == "project":
+        config["tracker_store"] = {"type": "bot.storage.tracker_store.RedactingTrackerStore",
+                                   "db_url": f"sqlite:///{work / 'bench.db'}"}
+    elif variant.stores == "scaled":
+        config["tracker_store"] = {"type": "bot.storage.tracker_store.RedactingTrackerStore",
+                                   "db_url": infra["postgres"].url}
+        config["lock_store"] = {"type": "redis", "url": "127.0.0.1", "port": infra["redis"].port, "db": 0}
+    path = work / f"endpoints-{variant.name}.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def measure(variant: Variant, model: Path, work: Path, action_port: int, infra: Dict[str, object], log: Log) -> None:
+    port = free_port()
+    endpoints = endpoints_for(variant, work, action_port, infra)
+    env = {"SANIC_WORKERS": str(variant.workers)}
+    if variant.stores == "memory":  # stock Rasa: its own REST channel, no API
+        command = [python(), "-m", "rasa", "run", "--model", str(model), "--endpoints", str(endpoints),
+                   "--credentials", str(variant.credentials), "--port", str(port), "--interface", "127.0.0.1"]
+        server = Service(variant.name, command, f"http://127.0.0.1:{port}/webhooks/rest/", env=env)
+    else:
+        server = rasa_service(model, port=port, endpoints=str(endpoints), credentials=str(variant.credentials),
+                              env=env, name=variant.name)
+    log(f"  starting {variant.label} ...")
+    start = time.perf_counter()
+    server.start(work)
+    try:
+        server.wait_ready(300)
+        variant.results["load_s"] = round(time.perf_counter() - start, 1)
+        url = f"http://127.0.0.1:{port}"
+        warm_up(url)
+        variant.results["rss_idle_mb"] = rss_mb(server.process.pid)
+        for scenario in SCENARIOS:
+            variant.results[scenario] = loadgen(url, scenario, log)
+        variant.results["rss_mb"] = rss_mb(server.process.pid)
+    finally:
+        server.stop()
+
+
+def project_variants() -> List[Variant]:
+    root = paths.project_dir()
+    bench = root / "bench" / "baseline"
+    return [
+        Variant("baseline", "stock Rasa (rasa init config)", bench / "config.yml", bench / "credentials.yml",
+                stores="memory"),
+        Variant("project", "this bot, 1 process", root / "config.yml", root / "credentials.yml"),
+        Variant("project2", "this bot, 2 workers (PostgreSQL + Redis)", root / "config.yml",
+                root / "credentials.yml", workers=2, stores="scaled"),
+    ]
+
+
+def run_benchmark(log: Log = print, only: Optional[List[str]] = None) -> Dict[str, Variant]:
+    work = Path(tempfile.mkdtemp(prefix="bench-"))
+    variants = [v for v in project_variants() if not only or v.name in only]
+    infra: Dict[str, object] = {}
+    actions = actions_service(port=free_port())
+    try:
+        if any(v.stores == "scaled" for v in variants):
+            infra["postgres"] = PostgresServer().start()
+            infra["redis"] = RedisServer().start()
+        actions.start(work).wait_ready()
+        models: Dict[str, Path] = {}
+        for variant in variants:
+            key = variant.config
+            if key not in models:
+                models[key] = train(variant, work / "models", log)
+            else:
+                variant.results["train_s"] = next(v.results["train_s"] for v in variants if v.config == key)
+            log(f"{variant.label}:")
+            measure(variant, models[key], work, int(actions.health_url.split(":")[2].split("/")[0]), infra, log)
+    finally:
+        actions.stop()
+        for part in infra.values():
+            part.remove()
+        shutil.rmtree(work, ignore_errors=True)
+    return {v.name: v for v in variants}
+
+
+def report(variants: Dict[str, Variant]) -> str:
+    """A Markdown table: each variant's figures and its ratio to the baseline."""
+    base = variants.get("baseline")
+
+    def figure(v: Variant, key: str, sub: Optional[str] = None) -> Optional[float]:
+        value = v.results.get(key)
+        if sub is not None:
+            value = (value or {}).get(sub) if isinstance(value, dict) else None
+        if isinstance(value, list):
+            value = max(value) if value else None
+        return value
+
+    rows = [
+        ("Model load (start until ready), s", "load_s", None, "lower"),
+        ("Memory per process after load test (RSS), MB", "rss_mb", None, "lower"),
+        ("Training from scratch, s", "train_s", None, "lower"),
+        ("1 visitor: p50 per message, ms", "single", "p50_ms", "lower"),
+        ("1 visitor: p95 per message, ms", "single", "p95_ms", "lower"),
+        ("50 visitors back to back: messages/s", "burst50", "per_second", "higher"),
+        ("50 visitors back to back: p50, ms", "burst50", "p50_ms", "lower"),
+        ("150 visitors every 2-4 s: p50, ms", "steady150", "p50_ms", "lower"),
+        ("150 visitors every 2-4 s: p95, ms", "steady150", "p95_ms", "lower"),
+        ("150 visitors every 2-4 s: p99, ms", "steady150", "p99_ms", "lower"),
+        ("Errors (all scenarios)", None, None, "lower"),
+    ]
+    names = [n for n in ("baseline", "project", "project2") if n in variants]
+    header = "| Measure | " + " | ".join(variants[n].label for n in names) + " |"
+    lines = [header, "|" + "---|" * (len(names) + 1)]
+    for title, key, sub, better in rows:
+        cells = []
+        for name in names:
+            v = variants[name]
+            if key is None:
+                value = sum(int((v.results.get(s) or {}).get("errors", 0)) for s in SCENARIOS)
+            else:
+                value = figure(v, key, sub)
+            cell = "n/a" if value is None else f"{value:g}" if isinstance(value, (int, float)) else str(value)
+            if base is not None and name != "baseline" and key is not None and value:
+                base_value = figure(base, key, sub)
+                if base_value:
+                    ratio = value / base_value
+                    cell += f" ({ratio:.2f}×)" if better == "higher" else f" ({ratio:.2f}× of baseline)"
+            cells.append(cell)
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    try:
+        mem = next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+        mem_gb = int(mem.split()[1]) / 1024 / 1024
+    except (OSError, StopIteration):
+        mem_gb = 0
+    return f"{platform.machine()}, {cpus} cores, {mem_gb:.0f} GiB, Python {platform.python_version()}"
+
+
+def write_markdown(variants: Dict[str, Variant], path: Path) -> str:
+    table = report(variants)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text = f"""# Benchmarks
+
+Written by `make bench` (`python -m bot bench`, code in `bot/bench/`) on {when},
+{machine()}. The baseline and this bot are measured in the same run, so the
+ratios in brackets hold even though the shared machine is noisy.
+
+- **Baseline**: stock Rasa 3.6 with the configuration `rasa init` gives
+  (`bench/baseline/config.yml`: DIET, ResponseSelector, TED, UnexpecTED;
+  in-memory tracker and lock stores; Rasa's own REST channel), trained on this
+  project's domain and data.
+- **This bot**: `config.yml` and the project's channels and redacting SQL
+  tracker store (SQLite file for 1 process; PostgreSQL and the Redis lock
+  store for 2 Sanic workers).
+- **Load**: `bot/bench/loadgen.py`, a separate asyncio process on loopback;
+  conversations of 10 realistic messages (a greeting, eight messages from the
+  development set, a thank-you), a new sender per conversation. *1 visitor*:
+  6 conversations one message after another. *50 back to back*: 30 s, each
+  visitor sends its next message as soon as the reply arrives. *150 every
+  2-4 s*: 60 s, each visitor waits 2-4 s between messages. Training is from
+  scratch with empty caches.
+
+{table}
+
+Raw figures:
+
+```json
+{json.dumps({n: v.results for n, v in variants.items()}, indent=1)}
+```
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return table
