@@ -54,4 +54,27 @@ def install() -> None:
             return [rasa_action.create_bot_utterance(offline_reply(self.name()))]
 
     rasa_action.RemoteAction.run = run  # type: ignore[assignment]
+    rasa_action.RemoteAction._validate_action_result = _validate_with_compiled_schema(  # type: ignore[assignment]
+        rasa_action.RemoteAction._validate_action_result
+    )
     _INSTALLED = True
+
+
+def _validate_with_compiled_schema(original: Any) -> Any:
+    """Rasa checks the schema itself and builds a validator for every action
+    result (a few milliseconds each time): build it once. Invalid results
+    still go through Rasa's own method, for its error message."""
+    compiled: Dict[str, Any] = {}
+
+    def validate(self: rasa_action.RemoteAction, result: Dict[str, Any]) -> bool:
+        validator = compiled.get("validator")
+        if validator is None:
+            from jsonschema.validators import validator_for
+
+            schema = self.action_response_format_spec()
+            validator = compiled["validator"] = validator_for(schema)(schema)
+        if validator.is_valid(result):
+            return True
+        return original(self, result)
+
+    return validate

@@ -112,7 +112,7 @@ def rasa_service(
 ) -> Service:
     """The Rasa server with the project's channels, on ``host:port``."""
     command = [
-        python(), "-m", "rasa", "run",
+        python(), "-m", "bot.rasa_main", "run",
         "--model", str(model),
         "--endpoints", endpoints,
         "--credentials", credentials,

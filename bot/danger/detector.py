@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -117,6 +118,7 @@ class DangerDetector:
     ) -> None:
         self.normaliser = normaliser
         self._lemma = {"en": en_lemma, "es": es_lemma}
+        self._recent: "OrderedDict[str, Explanation]" = OrderedDict()
         self.vocab = spacy.blank("en").vocab
         # One small Matcher per pattern, run only when all the words it needs are
         # in the message (see _matches).
@@ -202,7 +204,20 @@ class DangerDetector:
         return doc
 
     def explain(self, text: str) -> Explanation:
-        words, sentences = self.normaliser.tokens(text or "")
+        """What the rules see in ``text`` (the last few answers are remembered:
+        the classifier and the crisis override ask about the same message)."""
+        text = text or ""
+        cached = self._recent.get(text)
+        if cached is not None:
+            return cached
+        explanation = self._explain(text)
+        self._recent[text] = explanation
+        while len(self._recent) > 64:
+            self._recent.popitem(last=False)
+        return explanation
+
+    def _explain(self, text: str) -> Explanation:
+        words, sentences = self.normaliser.tokens(text)
         explanation = Explanation(words=words)
         start = 0
         while True:

@@ -55,7 +55,16 @@ def _create(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        created = sa.create_engine(url, future=True, connect_args={"timeout": 10, "check_same_thread": False})
+        # A small pool of open connections: SQLAlchemy's default for a SQLite
+        # file opens and closes one per query, which was a tenth of a message's time.
+        created = sa.create_engine(
+            url,
+            future=True,
+            poolclass=sa.pool.QueuePool,
+            pool_size=4,
+            max_overflow=4,
+            connect_args={"timeout": 10, "check_same_thread": False},
+        )
 
         @sa.event.listens_for(created, "connect")
         def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]

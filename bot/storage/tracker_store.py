@@ -141,6 +141,9 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
             return self._hand_out(*pending)
         if self._ensure_ready():
             try:
+                fresh = self._fresh_copy(sender_id)
+                if fresh is not None:
+                    return fresh
                 tracker = self._read(sender_id)
             except SQLAlchemyError as exc:
                 logger.error("could not read a conversation (%s): using the copy in memory", type(exc).__name__)
@@ -149,6 +152,33 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
         with self._pending_lock:
             recent = self._recent.get(sender_id)
         return self._hand_out(*recent) if recent else None
+
+    def _fresh_copy(self, sender_id: str) -> Optional[DialogueStateTracker]:
+        """The tracker this process wrote last, if the database holds nothing newer.
+
+        One indexed read of the event count instead of reading and replaying
+        every event: a conversation usually stays on one server. Another
+        server's write (or an erasure) changes the count, and then the
+        database is read as before. The tracker is handed over, not copied:
+        it comes back with ``save`` (or is read again if the turn failed).
+        """
+        with self._pending_lock:
+            recent = self._recent.get(sender_id)
+        if recent is None:
+            return None
+        tracker, stored = recent
+        with self.engine.connect() as connection:  # a database error leaves the copy for the fallback
+            row = connection.execute(
+                sa.select(conversations.c.event_count).where(conversations.c.id == self._cid(sender_id))
+            ).first()
+        with self._pending_lock:
+            if self._recent.get(sender_id) is not recent:
+                return None  # another request took it meanwhile
+            del self._recent[sender_id]
+        if row is None or row[0] != stored:
+            return None
+        self._set_base(sender_id, stored)
+        return tracker
 
     def _hand_out(self, tracker: DialogueStateTracker, stored: int) -> DialogueStateTracker:
         """A copy of ``tracker`` for Rasa, remembering how many of its events are already stored."""
@@ -197,21 +227,30 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
     def _write(self, tracker: DialogueStateTracker, base: int) -> int:
         """Appends the tracker's events from ``base`` on; returns how many of its events are stored."""
         cid = self._cid(tracker.sender_id)
-        serialised = tracker.current_state(EventVerbosity_ALL())["events"]
-        new = serialised[base:]
+        tracked = list(tracker.events)
+        total = len(tracked)
+        new = [event.as_dict() for event in tracked[base:]]  # only the new events are serialised
         if not new:
-            return len(serialised)
+            return total
         with self.engine.begin() as connection:
             row = connection.execute(
-                sa.select(conversations.c.event_count).where(conversations.c.id == cid)
-            ).first()
-            stored = row[0] if row else 0
+                sa.select(
+                    conversations.c.event_count,
+                    conversations.c.turns,
+                    conversations.c.had_crisis,
+                    conversations.c.had_fallback,
+                    conversations.c.min_confidence,
+                    conversations.c.topics,
+                    conversations.c.crisis_categories,
+                ).where(conversations.c.id == cid)
+            ).mappings().first()
+            stored = row["event_count"] if row else 0
             if any(_is_delete_request(e) for e in new):
                 connection.execute(sa.delete(events).where(events.c.conversation_id == cid))
                 connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
                 with self._pending_lock:
                     self._recent.pop(tracker.sender_id, None)
-                return len(serialised)
+                return total
             redacted = [self.redact_event(e) for e in new]
             now = time.time()
             summary = _summarise(redacted)
@@ -233,18 +272,7 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
                 )
                 current = {"turns": 0, "had_crisis": False, "had_fallback": False, "min_confidence": None, "topics": "", "crisis_categories": ""}
             else:
-                current = dict(
-                    connection.execute(
-                        sa.select(
-                            conversations.c.turns,
-                            conversations.c.had_crisis,
-                            conversations.c.had_fallback,
-                            conversations.c.min_confidence,
-                            conversations.c.topics,
-                            conversations.c.crisis_categories,
-                        ).where(conversations.c.id == cid)
-                    ).mappings().first()
-                )
+                current = dict(row)
             connection.execute(
                 sa.insert(events),
                 [_row(cid, stored + i, e) for i, e in enumerate(redacted)],
@@ -263,7 +291,7 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
                     crisis_categories=_merge_tags(current["crisis_categories"], summary["crisis_categories"]),
                 )
             )
-        return len(serialised)
+        return total
 
     def redact_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
         """A copy of a serialised Rasa event with every personal detail removed."""
@@ -322,12 +350,6 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
             deleted = connection.execute(sa.delete(events).where(events.c.conversation_id == cid)).rowcount
             connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
         return deleted or 0
-
-
-def EventVerbosity_ALL() -> Any:  # noqa: N802  (reads as the constant it returns)
-    from rasa.shared.core.trackers import EventVerbosity
-
-    return EventVerbosity.ALL
 
 
 def _is_delete_request(event: Dict[str, Any]) -> bool:
