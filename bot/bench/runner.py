@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional
 import requests
 
 from bot import paths
-from bot.local_services import PostgresServer, RedisServer, free_port
+from bot.local_services import NginxServer, PostgresServer, RedisServer, free_port
 from bot.server import Service, actions_service, python, rasa_service
 
 Log = Callable[[str], None]
@@ -44,7 +44,7 @@ class Variant:
     label: str
     config: Path
     credentials: Path
-    workers: int = 1
+    servers: int = 1  # more than one: each its own process, behind nginx (round-robin per request)
     stores: str = "project"  # "project" (SQL tracker store), "memory" (stock), "scaled" (PostgreSQL + Redis)
     results: Dict[str, object] = field(default_factory=dict)
 
@@ -121,31 +121,45 @@ def endpoints_for(variant: Variant, work: Path, action_port: int, infra: Dict[st
     return path
 
 
-def measure(variant: Variant, model: Path, work: Path, action_port: int, infra: Dict[str, object], log: Log) -> None:
-    port = free_port()
-    endpoints = endpoints_for(variant, work, action_port, infra)
-    env = {"SANIC_WORKERS": str(variant.workers)}
+def _server(variant: Variant, model: Path, endpoints: Path, port: int, index: int) -> Service:
+    # The load generator's visitors write back to back, faster than a person
+    # types: the per-conversation rate limit would answer them with 429s.
+    env = {"BOT_RATE_PER_SENDER": "off"}
     if variant.stores == "memory":  # stock Rasa: its own REST channel, no API
         command = [python(), "-m", "rasa", "run", "--model", str(model), "--endpoints", str(endpoints),
                    "--credentials", str(variant.credentials), "--port", str(port), "--interface", "127.0.0.1"]
-        server = Service(variant.name, command, f"http://127.0.0.1:{port}/webhooks/rest/", env=env)
-    else:
-        server = rasa_service(model, port=port, endpoints=str(endpoints), credentials=str(variant.credentials),
-                              env=env, name=variant.name)
+        return Service(f"{variant.name}-{index}", command, f"http://127.0.0.1:{port}/webhooks/rest/", env=env)
+    return rasa_service(model, port=port, endpoints=str(endpoints), credentials=str(variant.credentials),
+                        env=env, name=f"{variant.name}-{index}")
+
+
+def measure(variant: Variant, model: Path, work: Path, action_port: int, infra: Dict[str, object], log: Log) -> None:
+    endpoints = endpoints_for(variant, work, action_port, infra)
+    ports = [free_port() for _ in range(variant.servers)]
+    servers = [_server(variant, model, endpoints, port, i) for i, port in enumerate(ports)]
+    nginx = None
     log(f"  starting {variant.label} ...")
     start = time.perf_counter()
-    server.start(work)
+    for server in servers:
+        server.start(work)
     try:
-        server.wait_ready(300)
+        for server in servers:
+            server.wait_ready(300)
         variant.results["load_s"] = round(time.perf_counter() - start, 1)
-        url = f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{ports[0]}"
+        if len(servers) > 1:
+            nginx = NginxServer(ports).start()
+            url = f"http://127.0.0.1:{nginx.port}"
         warm_up(url)
-        variant.results["rss_idle_mb"] = rss_mb(server.process.pid)
+        variant.results["rss_idle_mb"] = [round(m) for s in servers for m in rss_mb(s.process.pid)]
         for scenario in SCENARIOS:
             variant.results[scenario] = loadgen(url, scenario, log)
-        variant.results["rss_mb"] = rss_mb(server.process.pid)
+        variant.results["rss_mb"] = [round(m) for s in servers for m in rss_mb(s.process.pid)]
     finally:
-        server.stop()
+        if nginx:
+            nginx.remove()
+        for server in servers:
+            server.stop()
 
 
 def project_variants() -> List[Variant]:
@@ -155,8 +169,8 @@ def project_variants() -> List[Variant]:
         Variant("baseline", "stock Rasa (rasa init config)", bench / "config.yml", bench / "credentials.yml",
                 stores="memory"),
         Variant("project", "this bot, 1 process", root / "config.yml", root / "credentials.yml"),
-        Variant("project2", "this bot, 2 workers (PostgreSQL + Redis)", root / "config.yml",
-                root / "credentials.yml", workers=2, stores="scaled"),
+        Variant("project2", "this bot, 2 processes behind nginx (PostgreSQL + Redis)", root / "config.yml",
+                root / "credentials.yml", servers=2, stores="scaled"),
     ]
 
 
@@ -258,8 +272,11 @@ ratios in brackets hold even though the shared machine is noisy.
   in-memory tracker and lock stores; Rasa's own REST channel), trained on this
   project's domain and data.
 - **This bot**: `config.yml` and the project's channels and redacting SQL
-  tracker store (SQLite file for 1 process; PostgreSQL and the Redis lock
-  store for 2 Sanic workers).
+  tracker store: one process with a SQLite file (what `make run` starts), and
+  the scale-out layout of `deploy/` on one machine: two Rasa processes behind
+  nginx (round-robin per request), sharing PostgreSQL and the Redis lock store.
+  The per-conversation rate limit is off for the benchmark (its visitors write
+  faster than a person types).
 - **Load**: `bot/bench/loadgen.py`, a separate asyncio process on loopback;
   conversations of 10 realistic messages (a greeting, eight messages from the
   development set, a thank-you), a new sender per conversation. *1 visitor*:

@@ -5,8 +5,10 @@ failure, and (socket.io) lose ``custom`` payloads and every reply with
 python-socketio >= 5.10. These replacements keep Rasa's URLs and events.
 
 Loading them also installs ``bot.resilience`` (replies when the action server
-is down), since every server of this project loads these channels.
+is down) and ``bot.graph_runner`` (the model's graph without dask), since
+every server of this project loads these channels.
 """
-from bot import resilience
+from bot import graph_runner, resilience
 
 resilience.install()
+graph_runner.install()
