@@ -612,7 +612,8 @@ def default_cases() -> Path:
 @click.option("--only", multiple=True, type=click.Choice(["baseline", "project", "project2"]),
               help="Measure only these set-ups (repeatable). Ratios need the baseline.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default="docs/benchmarks.md", show_default=True)
-def bench(only: tuple, out_path: str) -> None:
+@click.option("--skip-training", is_flag=True, help="Do not time the maintainers' train and finetune commands.")
+def bench(only: tuple, out_path: str, skip_training: bool) -> None:
     """Measure this bot against stock Rasa (rasa init config) in one run.
 
     Trains both from scratch, starts each server, and loads it over REST from a
@@ -623,9 +624,14 @@ def bench(only: tuple, out_path: str) -> None:
     Example: python -m bot bench
     """
     from bot.bench.runner import run_benchmark, write_markdown
+    from bot.bench.training import measure_training
 
     variants = run_benchmark(log=lambda m: click.echo(m), only=list(only) or None)
-    table = write_markdown(variants, paths.project_dir() / out_path)
+    training = None
+    if not skip_training:
+        click.echo("maintainers' training:")
+        training = measure_training(log=lambda m: click.echo(m))
+    table = write_markdown(variants, paths.project_dir() / out_path, training)
     click.echo("\n" + table + f"\n\nwritten to {out_path}")
 
 

@@ -258,8 +258,12 @@ def machine() -> str:
     return f"{platform.machine()}, {cpus} cores, {mem_gb:.0f} GiB, Python {platform.python_version()}"
 
 
-def write_markdown(variants: Dict[str, Variant], path: Path) -> str:
+def write_markdown(variants: Dict[str, Variant], path: Path, training: Optional[Dict[str, float]] = None) -> str:
     table = report(variants)
+    if training:
+        from bot.bench.training import markdown
+
+        table += "\n\n" + "\n".join(markdown(training))
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     text = f"""# Benchmarks
 
@@ -290,7 +294,7 @@ ratios in brackets hold even though the shared machine is noisy.
 Raw figures:
 
 ```json
-{json.dumps({n: v.results for n, v in variants.items()}, indent=1)}
+{json.dumps({**{n: v.results for n, v in variants.items()}, "training": training or {}}, indent=1)}
 ```
 """
     path.parent.mkdir(parents=True, exist_ok=True)
