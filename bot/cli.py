@@ -613,7 +613,8 @@ def default_cases() -> Path:
               help="Measure only these set-ups (repeatable). Ratios need the baseline.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default="docs/benchmarks.md", show_default=True)
 @click.option("--skip-training", is_flag=True, help="Do not time the maintainers' train and finetune commands.")
-def bench(only: tuple, out_path: str, skip_training: bool) -> None:
+@click.option("--retrain-baseline", is_flag=True, help="Train the baseline again even if var/bench has it for this data.")
+def bench(only: tuple, out_path: str, skip_training: bool, retrain_baseline: bool) -> None:
     """Measure this bot against stock Rasa (rasa init config) in one run.
 
     Trains both from scratch, starts each server, and loads it over REST from a
@@ -626,7 +627,8 @@ def bench(only: tuple, out_path: str, skip_training: bool) -> None:
     from bot.bench.runner import run_benchmark, write_markdown
     from bot.bench.training import measure_training
 
-    variants = run_benchmark(log=lambda m: click.echo(m), only=list(only) or None)
+    variants = run_benchmark(log=lambda m: click.echo(m), only=list(only) or None,
+                             reuse_baseline=not retrain_baseline)
     training = None
     if not skip_training:
         click.echo("maintainers' training:")
