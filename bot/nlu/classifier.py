@@ -229,9 +229,14 @@ class TopicClassifier(GraphComponent, IntentClassifier):
             with model_storage.read_from(resource) as directory:
                 vocabularies = json.loads((directory / "vocabularies.json").read_text(encoding="utf-8"))
                 features = Features(vocabularies["words"], vocabularies["chars"])
-                return cls(config, model_storage, resource, features, read(directory / "fast.npz"), read(directory / "full.npz"))
+                loaded = cls(config, model_storage, resource, features, read(directory / "fast.npz"), read(directory / "full.npz"))
         except (ValueError, FileNotFoundError):
             return cls(config, model_storage, resource)
+        if loaded.full is not None:
+            from bot.nlu.sentence_encoder import shared_encoder
+
+            shared_encoder()  # now, not on the first visitor's unclear message (a second's wait)
+        return loaded
 
     # ------------------------------------------------------------------ inference
 
