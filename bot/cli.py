@@ -6,7 +6,6 @@ and prints what happened. Each command's docstring is its ``--help``.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from pathlib import Path

@@ -4,7 +4,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple
 
 FLOORS = {

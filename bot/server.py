@@ -94,9 +94,13 @@ def python() -> str:
     return sys.executable
 
 
-def allowed_origins() -> List[str]:
-    """Web origins allowed to call the Rasa server (the sites that embed the widget)."""
-    raw = os.environ.get("BOT_ALLOWED_ORIGINS", f"http://127.0.0.1:{WEB_PORT} http://localhost:{WEB_PORT}")
+def allowed_origins(env: Optional[Dict[str, str]] = None) -> List[str]:
+    """Web origins allowed to call the Rasa server (the sites that embed the widget).
+
+    ``env`` (the server's own environment, if given) wins over this process's.
+    """
+    default = f"http://127.0.0.1:{WEB_PORT} http://localhost:{WEB_PORT}"
+    raw = (env or {}).get("BOT_ALLOWED_ORIGINS") or os.environ.get("BOT_ALLOWED_ORIGINS", default)
     return [o for o in raw.replace(",", " ").split() if o]
 
 
@@ -118,12 +122,14 @@ def rasa_service(
         "--credentials", credentials,
         "--port", str(port),
         "--interface", host,
-        "--cors", *allowed_origins(),
+        "--cors", *allowed_origins(env),
         # Rasa's HTTP API (model swaps by promote, trackers) only with the token.
         "--enable-api", "--auth-token", api_token(),
         *(extra_args or []),
     ]
-    return Service(name, command, f"http://{host}:{port}/webhooks/rest/", env=env or {})
+    # A queue for bursts of new connections (Sanic's default of 100 overflowed
+    # under the soak test's arrivals).
+    return Service(name, command, f"http://{host}:{port}/webhooks/rest/", env={"SANIC_BACKLOG": "1024", **(env or {})})
 
 
 def actions_service(port: int = ACTIONS_PORT, env: Optional[Dict[str, str]] = None) -> Service:

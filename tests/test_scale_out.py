@@ -44,7 +44,7 @@ def cluster(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     redis = RedisServer().start()
     action_port = free_port()
     actions = actions_service(port=action_port).start(work)
-    lock_store = {"lock_store": {"type": "redis", "url": "127.0.0.1", "port": redis.port, "db": 0}}
+    lock_store = {"lock_store": {"type": "bot.storage.lock_store.ResilientRedisLockStore", "url": "127.0.0.1", "port": redis.port, "db": 0}}
     endpoints = write_endpoints(work / "endpoints.yml", action_port, extra=lock_store, db_url=postgres.url)
     # A lock held by a killed server expires after 5 s instead of Rasa's 60.
     env = {"TICKET_LOCK_LIFETIME": "5"}

@@ -13,7 +13,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -142,7 +141,7 @@ def endpoints_for(variant: Variant, work: Path, action_port: int, infra: Dict[st
     elif variant.stores == "scaled":
         config["tracker_store"] = {"type": "bot.storage.tracker_store.RedactingTrackerStore",
                                    "db_url": infra["postgres"].url}
-        config["lock_store"] = {"type": "redis", "url": "127.0.0.1", "port": infra["redis"].port, "db": 0}
+        config["lock_store"] = {"type": "bot.storage.lock_store.ResilientRedisLockStore", "url": "127.0.0.1", "port": infra["redis"].port, "db": 0}
     path = work / f"endpoints-{variant.name}.yml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path

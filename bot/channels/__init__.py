@@ -5,10 +5,12 @@ failure, and (socket.io) lose ``custom`` payloads and every reply with
 python-socketio >= 5.10. These replacements keep Rasa's URLs and events.
 
 Loading them also installs ``bot.resilience`` (replies when the action server
-is down) and ``bot.graph_runner`` (the model's graph without dask), since
-every server of this project loads these channels.
+is down), ``bot.graph_runner`` (the model's graph without dask) and
+``bot.sessions`` (a session also ends after 100 messages), since every
+server of this project loads these channels.
 """
-from bot import graph_runner, resilience
+from bot import graph_runner, resilience, sessions
 
 resilience.install()
 graph_runner.install()
+sessions.install()

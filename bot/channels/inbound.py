@@ -6,16 +6,24 @@ bot needs, so that nothing identifying (IP, user agent) is stored.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from bot.danger import load_detector
 
 #: Longest message passed to the NLU pipeline (characters). Longer messages are
-#: cut, but a danger phrase anywhere in them is kept (see ``prepare_text``).
+#: cut, but a danger phrase anywhere in them is kept (see ``prepare_text``),
+#: and the reply says that the message was cut.
 MAX_CHARS = 5000
+#: Largest request body (REST) or socket.io packet taken, in bytes
+#: (``BOT_MAX_BODY_BYTES``, default 1 MiB). Larger REST bodies get a 413.
+MAX_BODY_BYTES = int(os.environ.get("BOT_MAX_BODY_BYTES") or 1024 * 1024)
+#: Room kept at the end of a cut message for the danger words found beyond the cut.
+DANGER_ROOM = 200
 #: Longest sender id accepted.
 MAX_SENDER_CHARS = 128
 #: Metadata keys that the bot uses; everything else is dropped.
@@ -45,9 +53,12 @@ def clean_text(text: str) -> str:
 
 
 def prepare_text(text: str) -> tuple:
-    """Caps the text at ``MAX_CHARS``; a danger phrase beyond the cut is appended.
+    """Caps the text at ``MAX_CHARS``; danger words beyond the cut are appended.
 
-    Returns ``(text, truncated)``.
+    Returns ``(text, truncated)``. If the whole text signals danger but the
+    first ``MAX_CHARS`` do not, the words around the most urgent hits (as the
+    detector read them, with a little context) replace the end of the kept
+    part, so the bot still hands off, with the same category.
     """
     text = clean_text(text).strip()
     if len(text) <= MAX_CHARS:
@@ -55,11 +66,28 @@ def prepare_text(text: str) -> tuple:
     head = text[:MAX_CHARS]
     detector = load_detector()
     if detector.detect(head) is None:
-        explanation = detector.explain(text)
-        if explanation.hits:
-            hit = explanation.hits[0]
-            head = f"{head[: MAX_CHARS - 200]} … {hit.text}"
+        detection = detector.detect(text)
+        if detection is not None:
+            explanation = detector.explain(text)
+            for tail in (_danger_excerpt(explanation, detection.rule_id, context=c) for c in (6, 0)):
+                candidate = f"{head[: MAX_CHARS - len(tail) - 3].rstrip()} … {tail}"
+                if detector.detect(candidate) is not None:
+                    break
+            head = candidate
     return head, True
+
+
+def _danger_excerpt(explanation: Any, best_rule: str, context: int) -> str:
+    """The detector's words at its hits (with ``context`` words before each), most urgent
+    first, in at most ``DANGER_ROOM`` characters."""
+    words = explanation.words
+    hits = sorted(explanation.hits, key=lambda h: (h.rule.id != best_rule, h.start))
+    parts: List[str] = []
+    for hit in hits:
+        part = " ".join(words[max(0, hit.start - context) : hit.end])
+        if part and part not in parts and sum(len(p) + 3 for p in parts) + len(part) <= DANGER_ROOM:
+            parts.append(part)
+    return " … ".join(parts) or hits[0].text[:DANGER_ROOM]
 
 
 def clean_metadata(metadata: Any) -> Dict[str, Any]:
@@ -83,6 +111,20 @@ def clean_sender(sender: Any) -> str:
     if len(sender) > MAX_SENDER_CHARS:
         raise BadRequest(f"'sender' must be at most {MAX_SENDER_CHARS} characters")
     return sender
+
+
+def parse_json_body(body: bytes) -> Any:
+    """The JSON value of a request body; BadRequest if it is not JSON (or not UTF-8)."""
+    if len(body) > MAX_BODY_BYTES:
+        raise BadRequest(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    if not body.strip():
+        raise BadRequest('the body is empty: send a JSON object {"sender": "...", "message": "..."}')
+    try:
+        return json.loads(body.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise BadRequest("the body is not valid UTF-8") from None
+    except (ValueError, RecursionError):  # also numbers too long to convert, nesting too deep
+        raise BadRequest("the body is not valid JSON") from None
 
 
 def inbound_from_payload(payload: Any, sender: Optional[str] = None) -> Inbound:

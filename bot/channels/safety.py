@@ -59,3 +59,21 @@ def emergency_turn(app: Any, inbound: Any, recipient_id: str) -> List[Dict[str, 
         {"recipient_id": recipient_id, **m}
         for m in emergency_messages(inbound.text, inbound.metadata.get("region"))
     ]
+
+
+#: Notices the channels add to a turn, and their text in ``messages.yml``.
+NOTICE_MESSAGES = {"message_truncated": "message_truncated", "rate_limited": "slow_down"}
+
+
+def notice_text(reason: str) -> str:
+    return flat(load_content().messages[NOTICE_MESSAGES[reason]])
+
+
+def notice_messages(reason: str, **details: Any) -> List[Dict[str, Any]]:
+    """A channel's own notice to the visitor: a text, then ``{"type": "notice", "reason": ...}``.
+
+    Reasons: ``message_truncated`` (the message was cut at ``MAX_CHARS``; sent
+    after the bot's answer) and ``rate_limited`` (socket.io: the message was
+    not taken; ``retry_after`` says for how many seconds).
+    """
+    return [{"text": notice_text(reason)}, {"custom": {"type": "notice", "reason": reason, **details}}]

@@ -6,6 +6,14 @@ keyword arguments (the payload is lost) and calls ``enter_room`` without
 Rasa's events (``session_request``, ``user_uttered``, ``bot_uttered``) and
 sends every bot message in the same shape as the REST channel: ``{"text",
 "buttons"}`` or ``{"custom"}``. Bad events get a calm reply, never a crash.
+
+As on REST, messages are cleaned and capped (a cut message gets a
+``message_truncated`` notice after the answer), and the rate limits of
+``bot.channels.limits`` apply (per conversation, and per client address as
+seen when the socket connected): a message over a limit gets a calm
+"please slow down" (a ``rate_limited`` notice), or the crisis handoff if it
+signals danger. Packets larger than ``MAX_BODY_BYTES`` close the socket
+(engine.io's rule); the widget then reconnects.
 """
 from __future__ import annotations
 
@@ -23,8 +31,10 @@ from socketio import AsyncServer
 from rasa.core.channels.channel import InputChannel, OutputChannel, UserMessage
 from rasa.core.channels.socketio import SocketBlueprint
 
-from bot.channels.inbound import BadRequest, inbound_from_payload
-from bot.channels.safety import emergency_messages
+from bot.channels.inbound import MAX_BODY_BYTES, MAX_CHARS, BadRequest, inbound_from_payload
+from bot.channels.limits import RateLimiter
+from bot.channels.safety import emergency_messages, notice_messages
+from bot.danger import load_detector
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +115,11 @@ class SafeSocketIOInput(InputChannel):
         socketio_path: Text = "/socket.io",
         metadata_key: Text = "metadata",
         cors_allowed_origins: Any = None,
+        limiter: Optional[RateLimiter] = None,
     ) -> None:
+        self.limiter = limiter or RateLimiter.from_env()
+        #: socket id -> keyed hash of the client address (never the address), while connected
+        self._addresses: Dict[Text, Optional[str]] = {}
         self.user_message_evt = user_message_evt
         self.bot_message_evt = bot_message_evt
         self.namespace = namespace
@@ -121,7 +135,11 @@ class SafeSocketIOInput(InputChannel):
         return SafeSocketIOOutput(self.sio, self.bot_message_evt, self.namespace)
 
     def blueprint(self, on_new_message: Callable[[UserMessage], Awaitable[Any]]) -> Blueprint:
-        sio = AsyncServer(async_mode="sanic", cors_allowed_origins=self.cors_allowed_origins)
+        sio = AsyncServer(
+            async_mode="sanic",
+            cors_allowed_origins=self.cors_allowed_origins,
+            max_http_buffer_size=MAX_BODY_BYTES,
+        )
         self.sio = sio
         webhook = SocketBlueprint(sio, self.socketio_path, "safe_socketio_webhook", __name__)
 
@@ -131,10 +149,14 @@ class SafeSocketIOInput(InputChannel):
 
         @sio.on("connect", namespace=self.namespace)
         async def connect(sid: Text, environ: Dict, auth: Optional[Dict] = None) -> bool:
+            request = environ.get("sanic.request")  # engine.io's REMOTE_ADDR is always 127.0.0.1
+            peer = getattr(request, "ip", None) if request is not None else environ.get("REMOTE_ADDR")
+            self._addresses[sid] = self.limiter.address_key(peer, environ.get("HTTP_X_FORWARDED_FOR"))
             return True
 
         @sio.on("disconnect", namespace=self.namespace)
         async def disconnect(sid: Text) -> None:
+            self._addresses.pop(sid, None)
             logger.debug("socket.io: a visitor disconnected")
 
         @sio.on("session_request", namespace=self.namespace)
@@ -149,17 +171,18 @@ class SafeSocketIOInput(InputChannel):
             await sio.emit("session_confirm", session_id, room=sid, namespace=self.namespace)
 
         @sio.on(self.user_message_evt, namespace=self.namespace)
-        async def handle_message(sid: Text, data: Any = None) -> None:
+        async def handle_message(sid: Text, data: Any = None, *_: Any) -> None:  # extra arguments are ignored
             output = SafeSocketIOOutput(sio, self.bot_message_evt, self.namespace)
-            if isinstance(data, str):
+            if isinstance(data, str):  # a JSON object as a string, or the message itself
                 try:
-                    data = json.loads(data)
-                except ValueError:
-                    data = {"message": data}
+                    parsed = json.loads(data)
+                except (ValueError, RecursionError):
+                    parsed = None
+                data = parsed if isinstance(parsed, dict) else {"message": data}
             if isinstance(data, dict) and isinstance(data.get(self.metadata_key), str):
                 try:
                     data[self.metadata_key] = json.loads(data[self.metadata_key])
-                except ValueError:
+                except (ValueError, RecursionError):
                     data[self.metadata_key] = {}
             if self.session_persistence:
                 session_id = data.get("session_id") if isinstance(data, dict) else None
@@ -177,6 +200,17 @@ class SafeSocketIOInput(InputChannel):
             except BadRequest as exc:
                 await output.emit(sid, {"error": "bad_request", "message": str(exc)})
                 return
+            verdict = self.limiter.check(sender, self._addresses.get(sid))
+            if not verdict.allowed:
+                if load_detector().detect(inbound.text) is not None:
+                    logger.warning("socket.io channel: over the %s rate limit, but danger: crisis handoff", verdict.scope)
+                    replies = emergency_messages(inbound.text, inbound.metadata.get("region"))
+                else:
+                    logger.info("socket.io channel: over the %s rate limit", verdict.scope)
+                    replies = notice_messages("rate_limited", retry_after=verdict.retry_after)
+                for reply in replies:
+                    await output.emit(sender, reply)
+                return
             message = UserMessage(
                 inbound.text, output, sender, input_channel=self.name(), metadata=inbound.metadata
             )
@@ -186,6 +220,9 @@ class SafeSocketIOInput(InputChannel):
                 logger.error("socket.io channel: message handling failed: %s", type(exc).__name__)
             if output.sent == 0:
                 for reply in emergency_messages(inbound.text, inbound.metadata.get("region")):
+                    await output.emit(sender, reply)
+            if inbound.truncated:
+                for reply in notice_messages("message_truncated", max_chars=MAX_CHARS):
                     await output.emit(sender, reply)
 
         return webhook

@@ -16,7 +16,6 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 import threading
 import time
 from collections import OrderedDict

@@ -13,6 +13,8 @@ import sqlalchemy as sa
 from bot.storage.schema import annotations, conversations, events
 
 PAGE_SIZE = 50
+#: Past this the offset would overflow the database's integers (a 500): no review list is that long.
+MAX_PAGE = 1_000_000
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Filters:
         except ValueError:
             below = None
         try:
-            page = max(1, int(args.get("page", 1)))
+            page = min(max(1, int(args.get("page", 1))), MAX_PAGE)
         except ValueError:
             page = 1
         topic = args.get("topic", "")
