@@ -140,6 +140,11 @@ class SafeSocketIOInput(InputChannel):
             cors_allowed_origins=self.cors_allowed_origins,
             max_http_buffer_size=MAX_BODY_BYTES,
         )
+        # Rasa's --cors (Sanic-CORS, the same origins) already adds the CORS
+        # headers to these routes; engine.io adding them as well sends the
+        # header twice, which browsers refuse. engine.io still turns away
+        # origins that are not allowed.
+        sio.eio._cors_headers = lambda environ: []
         self.sio = sio
         webhook = SocketBlueprint(sio, self.socketio_path, "safe_socketio_webhook", __name__)
 
