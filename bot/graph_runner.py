@@ -45,6 +45,11 @@ class SequentialGraphRunner(DaskGraphRunner):
     """``DaskGraphRunner`` with a cached plan per target set and no scheduler."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from bot.without_tensorflow import check_components
+
+        graph_schema = kwargs.get("graph_schema", args[0] if args else None)
+        if graph_schema is not None:
+            check_components([node.uses for node in graph_schema.nodes.values()])
         super().__init__(*args, **kwargs)
         self._plans: Dict[Tuple[Text, ...], Plan] = {}
 

@@ -1,9 +1,13 @@
 """``python -m bot.rasa_main run ...``: Rasa's own command line, started lighter.
 
-- TensorFlow's lite module imports JAX if it can (50 MB and a second of
-  start-up) although nothing in a Rasa server uses it: it is hidden here.
+- TensorFlow (280 MB and seconds of start-up, imported by Rasa even for
+  models that never use it) is replaced by an inert stand-in
+  (``bot.without_tensorflow``) unless ``BOT_LOAD_TENSORFLOW=1``; JAX, which
+  TensorFlow's lite module imports if it can, is hidden either way.
 - One BLAS thread per process: the sentence encoder multiplies small
   matrices, where a second thread only fights the other workers for the cores.
+- Freed memory is given back to the system after the model has loaded and
+  then once a minute (``bot.memory``).
 Everything else is ``rasa`` unchanged (``python -m rasa ...``).
 """
 from __future__ import annotations
@@ -16,7 +20,15 @@ def main() -> None:
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
     sys.modules.setdefault("jax", None)  # type: ignore[arg-type]  ("import jax" now raises ImportError)
+    if os.environ.get("BOT_LOAD_TENSORFLOW", "") != "1":
+        from bot.without_tensorflow import install
+
+        install()
     from rasa.__main__ import main as rasa_main
+
+    from bot.memory import start_trimming
+
+    start_trimming()
 
     sys.argv[0] = "rasa"
     rasa_main()
