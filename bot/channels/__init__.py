@@ -6,11 +6,13 @@ python-socketio >= 5.10. These replacements keep Rasa's URLs and events.
 
 Loading them also installs ``bot.resilience`` (replies when the action server
 is down), ``bot.graph_runner`` (the model's graph without dask) and
-``bot.sessions`` (a session also ends after 100 messages), since every
-server of this project loads these channels.
+``bot.sessions`` (a session also ends after 100 messages) and
+``bot.debug_logging`` (no debug log lines built when nobody reads them),
+since every server of this project loads these channels.
 """
-from bot import graph_runner, resilience, sessions
+from bot import debug_logging, graph_runner, resilience, sessions
 
 resilience.install()
 graph_runner.install()
 sessions.install()
+debug_logging.install()
