@@ -632,7 +632,9 @@ def bench(only: tuple, out_path: str, skip_training: bool, retrain_baseline: boo
     if not skip_training:
         click.echo("maintainers' training:")
         training = measure_training(log=lambda m: click.echo(m))
-    table = write_markdown(variants, paths.project_dir() / out_path, training)
+    from bot.bench.runner import detector_ms
+
+    table = write_markdown(variants, paths.project_dir() / out_path, training, detector_ms())
     click.echo("\n" + table + f"\n\nwritten to {out_path}")
 
 

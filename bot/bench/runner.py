@@ -287,8 +287,19 @@ def machine() -> str:
     return f"{platform.machine()}, {cpus} cores, {mem_gb:.0f} GiB, Python {platform.python_version()}"
 
 
-def write_markdown(variants: Dict[str, Variant], path: Path, training: Optional[Dict[str, float]] = None) -> str:
+def detector_ms() -> float:
+    """Milliseconds the danger detector adds per message (best of 5 rounds over the dev-set texts)."""
+    from bot.bench.loadgen import load_questions
+    from bot.danger.detector import load_detector, time_per_message
+
+    return round(time_per_message(load_detector(), load_questions()) * 1000, 3)
+
+
+def write_markdown(variants: Dict[str, Variant], path: Path, training: Optional[Dict[str, float]] = None,
+                   detector: Optional[float] = None) -> str:
     table = report(variants)
+    if detector is not None:
+        table += f"\n\nDanger detector: {detector:g} ms per message (dev-set texts, best of 5 rounds; floor ≤ 2 ms)."
     if training:
         from bot.bench.training import markdown
 
