@@ -6,6 +6,7 @@ and prints what happened. Each command's docstring is its ``--help``.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -170,6 +171,11 @@ def run(host: str, model_path: Optional[str]) -> None:
                 click.echo(f"note: serving the live model {live.name}; {current.name} has the current data. "
                            "Check and ship it with: python -m bot evaluate && python -m bot promote")
     services = [actions_service(), rasa_service(model, host=host), web_service(host=host)]
+
+    def stop_on_sigterm(signum: int, frame: Any) -> None:  # docker stop, systemd, kill: stop the children too
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     for service in services:
         click.echo(f"starting {service.name} ...")
         service.start()
