@@ -5,7 +5,6 @@ a planted regression that breaks crisis recall is refused; rollback restores the
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import pytest
 import requests
 import yaml
 
+from bot.bench.training import copy_project
 from tests.conftest import PROJECT, Chat, customs, free_port, write_endpoints
 
 pytestmark = pytest.mark.slow
@@ -30,13 +30,7 @@ CRISIS_VARIANTS = [CRISIS_CODE, "purple elephant in the hallway now", "the purpl
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     copy = tmp_path_factory.mktemp("project")
-    for name in ("config.yml", "credentials.yml", "endpoints.yml", "domain", "data"):
-        source = PROJECT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, copy / name)
-    (copy / "tests" / "data").mkdir(parents=True)
-    for name in ("dev_cases.yml", "crisis_cases.yml"):
-        shutil.copy(PROJECT / "tests" / "data" / name, copy / "tests" / "data" / name)
-    shutil.copytree(PROJECT / "models" / "spacy-en", copy / "models" / "spacy-en")
+    copy_project(copy)
     yield copy
 
 

@@ -31,7 +31,8 @@ NEW_PHRASES = [
 ]
 
 
-def _copy_project(target: Path) -> None:
+def copy_project(target: Path) -> None:
+    """What the maintainers' commands need, copied to ``target`` (the benchmark and the CLI test use it)."""
     root = paths.project_dir()
     for name in ("config.yml", "credentials.yml", "endpoints.yml", "domain", "data"):
         source = root / name
@@ -57,7 +58,7 @@ def measure_training(log: Callable[[str], None] = print) -> Dict[str, float]:
     try:
         project = work / "project"
         project.mkdir()
-        _copy_project(project)
+        copy_project(project)
         env = {**os.environ, "BOT_PROJECT_DIR": str(project), "BOT_VAR_DIR": str(project / "var"),
                "BOT_CACHE_DIR": str(work / "cache"), "RASA_CACHE_DIRECTORY": str(work / "rasa-cache"),
                "BOT_SERVER_URLS": "http://127.0.0.1:9"}  # promote: no server to swap here
