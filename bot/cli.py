@@ -33,16 +33,19 @@ def cli() -> None:
 def build() -> None:
     """Build what the bot needs from the project's data files.
 
-    Builds the English spaCy pipeline (models/spacy-en) and regenerates the
-    Rasa responses and rules from data/content and data/hotlines
-    (domain/answers.yml, domain/crisis.yml, data/rules/answers.yml).
+    Builds the English spaCy pipeline (models/spacy-en) and the sentence
+    encoder's ONNX graph (models/encoder), and regenerates the Rasa responses
+    and rules from data/content and data/hotlines (domain/answers.yml,
+    domain/crisis.yml, data/rules/answers.yml).
 
     Example: python -m bot build
     """
     from bot.build import write_generated
     from bot.language import ensure_english_pipeline
+    from bot.nlu.encoder_graph import ensure_graph
 
     click.echo(f"spaCy pipeline: {ensure_english_pipeline()}")
+    click.echo(f"sentence encoder: {ensure_graph()}")
     changed = write_generated()
     for path in changed:
         click.echo(f"regenerated {path.relative_to(paths.project_dir())}")
