@@ -16,6 +16,8 @@ import yaml
 from bot.redact import default_redactor
 from bot.storage import db, retention
 from bot.storage.schema import conversations, events
+from rasa.shared.core.events import SessionStarted
+
 from bot.storage.tracker_store import RedactingTrackerStore, conversation_id
 from tests.conftest import DATA, PROJECT, TEST_SECRET, Chat, customs
 
@@ -174,6 +176,91 @@ def test_a_database_that_is_down_keeps_conversations_in_memory_until_it_is_back(
         texts = [r[0] for r in connection.execute(sa.select(events.c.text)) if r[0]]
     assert "kept in memory" in texts and "hi" in texts
     assert asyncio.run(store.retrieve("offline")) is not None
+
+
+def _stored_rows(store: RedactingTrackerStore, sender: str) -> List[Any]:
+    with store.engine.connect() as connection:
+        return connection.execute(
+            sa.select(events.c.seq, events.c.type, events.c.text)
+            .where(events.c.conversation_id == conversation_id(sender, store.key))
+            .order_by(events.c.seq)
+        ).all()
+
+
+def _new_session(tracker: Any) -> None:
+    from rasa.shared.core.events import ActionExecuted, SessionStarted
+
+    tracker.update(ActionExecuted("action_session_start"))
+    tracker.update(SessionStarted())
+    tracker.update(ActionExecuted("action_listen"))
+
+
+def _say(tracker: Any, text: str) -> None:
+    from rasa.shared.core.events import ActionExecuted, UserUttered
+
+    tracker.update(UserUttered(text, {"name": "greet", "confidence": 1.0}))
+    tracker.update(ActionExecuted("action_listen"))
+
+
+def test_rasa_gets_the_current_session_and_the_database_keeps_them_all(store: RedactingTrackerStore) -> None:
+    tracker = _tracker("sessions", ["first session"], store.domain)
+    asyncio.run(store.save(tracker))
+    for session in range(3):
+        tracker = asyncio.run(store.retrieve("sessions"))
+        _new_session(tracker)
+        _say(tracker, f"session {session + 2}")
+        asyncio.run(store.save(tracker))
+    current = asyncio.run(store.retrieve("sessions"))
+    texts = [e.text for e in current.events if e.type_name == "user"]
+    assert texts == ["session 4"], texts
+    assert isinstance(current.events[0], SessionStarted)
+    full = asyncio.run(store.retrieve_full_tracker("sessions"))
+    assert [e.text for e in full.events if e.type_name == "user"] == ["first session", "session 2", "session 3", "session 4"]
+    rows = _stored_rows(store, "sessions")
+    assert [r.seq for r in rows] == list(range(len(rows)))
+    assert [r.text for r in rows if r.type == "user"] == ["first session", "session 2", "session 3", "session 4"]
+    # A second process (nothing in memory) reads the same current session from the database.
+    other = RedactingTrackerStore(domain=store.domain, db_url=store.url, purge_interval_hours=0)
+    assert [e.text for e in asyncio.run(other.retrieve("sessions")).events if e.type_name == "user"] == ["session 4"]
+
+
+def test_two_servers_writing_one_conversation_lose_nothing(store: RedactingTrackerStore) -> None:
+    """Round-robin between servers: each notices the other's writes and appends after them."""
+    other = RedactingTrackerStore(domain=store.domain, db_url=store.url, purge_interval_hours=0)
+    asyncio.run(store.save(_tracker("shared", ["turn 0"], store.domain)))
+    expected = ["turn 0"]
+    for i in range(1, 9):
+        server = other if i % 2 else store
+        tracker = asyncio.run(server.retrieve("shared"))
+        _say(tracker, f"turn {i}")
+        asyncio.run(server.save(tracker))
+        expected.append(f"turn {i}")
+    # A stale copy written without reading first (a lock that expired): still appended, never overwritten.
+    stale = asyncio.run(store.retrieve("shared"))
+    fresh = asyncio.run(other.retrieve("shared"))
+    _say(fresh, "turn 9")
+    asyncio.run(other.save(fresh))
+    _say(stale, "turn 10")
+    asyncio.run(store.save(stale))
+    rows = _stored_rows(store, "shared")
+    assert [r.seq for r in rows] == list(range(len(rows)))
+    assert [r.text for r in rows if r.type == "user"] == expected + ["turn 9", "turn 10"]
+    with store.engine.connect() as connection:
+        count, turns = connection.execute(
+            sa.select(conversations.c.event_count, conversations.c.turns).where(conversations.c.id == conversation_id("shared", store.key))
+        ).one()
+    assert (count, turns) == (len(rows), 11)
+
+
+def test_a_new_conversation_is_written_once_with_its_first_message(store: RedactingTrackerStore) -> None:
+    tracker = asyncio.run(store.get_or_create_tracker("newcomer"))
+    assert _stored_rows(store, "newcomer") == []  # Rasa's empty placeholder is not written
+    _new_session(tracker)
+    _say(tracker, "hello there")
+    asyncio.run(store.save(tracker))
+    rows = _stored_rows(store, "newcomer")
+    assert [r.type for r in rows][:2] == ["action", "action"] and [r.text for r in rows if r.text] == ["hello there"]
+    assert [r.seq for r in rows] == list(range(len(rows)))
 
 
 # ------------------------------------------------------------------ through the REST channel

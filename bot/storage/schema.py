@@ -45,6 +45,8 @@ events = sa.Table(
     sa.Column("text", sa.Text, nullable=True),
     sa.Column("data", sa.Text, nullable=False),
     sa.UniqueConstraint("conversation_id", "seq", name="uq_events_conversation_seq"),
+    # The latest session start of a conversation (the tracker store reads from there).
+    sa.Index("ix_events_conversation_type_seq", "conversation_id", "type", "seq"),
 )
 
 

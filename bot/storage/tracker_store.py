@@ -9,24 +9,34 @@
 - If the database is down, trackers stay in memory (the bot keeps answering,
   crisis handoffs included) and are written as soon as it is back: an
   acknowledged message is not lost while the process lives.
+- Rasa gets the current session of a conversation only (as from Rasa's own
+  SQL tracker store): a conversation of 10 000 messages costs no more per
+  message than one of ten. Every event stays stored for the review.
+- A turn costs one indexed read (is the copy this process holds still the
+  latest?) and one write of the new events; the write checks that nobody
+  else wrote meanwhile, and reads the conversation again if someone did.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import logging
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Text, Tuple
 
 import sqlalchemy as sa
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from rasa.core.brokers.broker import EventBroker
 from rasa.core.tracker_store import SerializedTrackerAsDict, TrackerStore
+from rasa.shared.core.constants import ACTION_LISTEN_NAME
 from rasa.shared.core.domain import Domain
+from rasa.shared.core.events import ActionExecuted, SessionStarted
 from rasa.shared.core.trackers import DialogueStateTracker
 
 from bot.keys import secret_key
@@ -51,6 +61,51 @@ def conversation_id(sender_id: str, key: bytes) -> str:
     return hmac.new(key, sender_id.encode("utf-8"), hashlib.sha256).hexdigest()[:40]
 
 
+#: The conversation row's columns that the review's filters use, kept up to date by every write.
+SUMMARY_COLUMNS = ("turns", "had_crisis", "had_fallback", "min_confidence", "topics", "crisis_categories")
+EMPTY_SUMMARY: Dict[str, Any] = {"turns": 0, "had_crisis": False, "had_fallback": False, "min_confidence": None, "topics": "", "crisis_categories": ""}
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the database holds of one conversation, as this process last saw it."""
+
+    count: int  # events stored
+    summary: Optional[Dict[str, Any]]  # the row's SUMMARY_COLUMNS; None: there is no row yet
+
+
+class _Conflict(Exception):
+    """Someone else wrote the conversation since this process last saw it."""
+
+
+class _Statements:
+    """The statements of every turn, built once (building them was a third of their cost)."""
+
+    def __init__(self) -> None:
+        cid = sa.bindparam("cid")
+        self.count = sa.select(conversations.c.event_count).where(conversations.c.id == cid)
+        self.row = sa.select(conversations.c.event_count, *[conversations.c[c] for c in SUMMARY_COLUMNS]).where(conversations.c.id == cid)
+        latest_session = (
+            sa.select(sa.func.max(events.c.seq))
+            .where(events.c.conversation_id == cid, events.c.type == SessionStarted.type_name)
+            .scalar_subquery()
+        )
+        ordered = sa.select(events.c.data).where(events.c.conversation_id == cid).order_by(events.c.seq)
+        self.session_events = ordered.where(events.c.seq >= sa.func.coalesce(latest_session, 0))
+        self.all_events = ordered
+        self.insert_events = sa.insert(events)
+        self.insert_row = sa.insert(conversations)
+        values = {c: sa.bindparam(f"new_{c}") for c in ("last_active", "event_count", *SUMMARY_COLUMNS)}
+        self.update_row = (
+            sa.update(conversations)
+            .where(conversations.c.id == cid, conversations.c.event_count == sa.bindparam("expected"))
+            .values(**values)
+        )
+
+
+_STATEMENTS = _Statements()
+
+
 class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
     """SQL tracker store with redaction, hashed ids, erasure and an in-memory fallback."""
 
@@ -71,12 +126,14 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
         # Trackers not written yet (the database was down), with how many of their
         # events were already stored: written when the database is back.
         self._pending: Dict[str, Tuple[DialogueStateTracker, int]] = {}
-        # The last trackers written, to carry on a conversation if the database
-        # cannot be read (never used while it can: other servers may have newer events).
-        self._recent: "OrderedDict[str, Tuple[DialogueStateTracker, int]]" = OrderedDict()
+        # The last trackers written (with how many of their events are stored, and
+        # what the database holds), to carry on without reading the conversation
+        # again, or when the database cannot be read.
+        self._recent: "OrderedDict[str, Tuple[DialogueStateTracker, int, Optional[Stored]]]" = OrderedDict()
         self._recent_size = int(kwargs.get("recent_trackers", 1000))
-        # For each tracker handed to Rasa: how many of its events are stored already.
-        self._bases: "OrderedDict[str, int]" = OrderedDict()
+        # For each tracker handed to Rasa: how many of its events are stored already,
+        # and what the database held when it was handed out (None: not known).
+        self._bases: "OrderedDict[str, Tuple[int, Optional[Stored]]]" = OrderedDict()
         self._pending_lock = threading.Lock()
         self._ready = False
         self._ensure_ready()
@@ -110,91 +167,112 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
     async def save(self, tracker: DialogueStateTracker) -> None:
         await self.stream_events(tracker)
         sender = tracker.sender_id
-        base = self._bases.get(sender, 0)
+        base, stored = self._bases.get(sender, (0, None))
+        if base == 0 and _is_placeholder(tracker):
+            # Rasa saves every new conversation before its first message: nothing
+            # to keep yet (the message's own save writes it all).
+            return
         if not self._ensure_ready():
             self._keep(tracker, base)
             return
         try:
             # This tracker holds every event of its own pending copy: flush only the others.
             self._flush_pending(skip=sender)
-            written = self._write(tracker, base)
+            after = self._write(tracker, base, stored)
         except SQLAlchemyError as exc:
             logger.error("could not save a conversation (%s): kept in memory until the database is back", type(exc).__name__)
             self._keep(tracker, base)
             return
         with self._pending_lock:
             self._pending.pop(sender, None)
-        self._set_base(sender, written)
-        self._remember(tracker, written)
+        self._set_base(sender, len(tracker.events), after)
+        self._remember(tracker, len(tracker.events), after)
 
-    def _set_base(self, sender: str, stored: int) -> None:
-        self._bases[sender] = stored
+    def _set_base(self, sender: str, in_tracker: int, stored: Optional[Stored]) -> None:
+        self._bases[sender] = (in_tracker, stored)
         self._bases.move_to_end(sender)
         while len(self._bases) > MAX_TRACKED_SENDERS:
             self._bases.popitem(last=False)
 
     async def retrieve(self, sender_id: Text) -> Optional[DialogueStateTracker]:
+        return self._retrieve(sender_id, full=False)
+
+    async def retrieve_full_tracker(self, conversation_id: Text) -> Optional[DialogueStateTracker]:
+        """Every session of the conversation (Rasa's HTTP API), not only the current one."""
+        return self._retrieve(conversation_id, full=True)
+
+    def _retrieve(self, sender_id: str, full: bool) -> Optional[DialogueStateTracker]:
         with self._pending_lock:
             pending = self._pending.get(sender_id)
         if pending is not None:
             return self._hand_out(*pending)
         if self._ensure_ready():
             try:
-                fresh = self._fresh_copy(sender_id)
+                fresh = None if full else self._fresh_copy(sender_id)
                 if fresh is not None:
                     return fresh
-                tracker = self._read(sender_id)
+                tracker, stored = self._read(sender_id, full)
             except SQLAlchemyError as exc:
                 logger.error("could not read a conversation (%s): using the copy in memory", type(exc).__name__)
             else:
-                return self._hand_out(tracker, len(tracker.events)) if tracker else None
+                # A tracker just read is nobody else's: handed out as it is.
+                self._set_base(sender_id, len(tracker.events) if tracker else 0, None if full else stored)
+                return tracker
         with self._pending_lock:
             recent = self._recent.get(sender_id)
-        return self._hand_out(*recent) if recent else None
+        return self._hand_out(recent[0], recent[1]) if recent else None
 
     def _fresh_copy(self, sender_id: str) -> Optional[DialogueStateTracker]:
         """The tracker this process wrote last, if the database holds nothing newer.
 
         One indexed read of the event count instead of reading and replaying
-        every event: a conversation usually stays on one server. Another
+        the conversation: a conversation usually stays on one server. Another
         server's write (or an erasure) changes the count, and then the
         database is read as before. The tracker is handed over, not copied:
         it comes back with ``save`` (or is read again if the turn failed).
         """
         with self._pending_lock:
             recent = self._recent.get(sender_id)
-        if recent is None:
+        if recent is None or recent[2] is None:
             return None
-        tracker, stored = recent
+        tracker, in_tracker, stored = recent
         with self.engine.connect() as connection:  # a database error leaves the copy for the fallback
-            row = connection.execute(
-                sa.select(conversations.c.event_count).where(conversations.c.id == self._cid(sender_id))
-            ).first()
+            row = connection.execute(_STATEMENTS.count, {"cid": self._cid(sender_id)}).first()
         with self._pending_lock:
             if self._recent.get(sender_id) is not recent:
                 return None  # another request took it meanwhile
             del self._recent[sender_id]
-        if row is None or row[0] != stored:
+        if row is None or row[0] != stored.count:
             return None
-        self._set_base(sender_id, stored)
+        if in_tracker == len(tracker.events):
+            tracker = self._current_session(tracker)
+            in_tracker = len(tracker.events)
+        self._set_base(sender_id, in_tracker, stored)
+        return tracker
+
+    def _current_session(self, tracker: DialogueStateTracker) -> DialogueStateTracker:
+        """The tracker from its latest session start on (a new, shorter tracker if it held older sessions)."""
+        events = tracker.events
+        for index in range(len(events) - 1, 0, -1):
+            if isinstance(events[index], SessionStarted):
+                return DialogueStateTracker.from_events(
+                    tracker.sender_id, list(events)[index:], self.domain.slots, tracker._max_event_history
+                )
         return tracker
 
     def _hand_out(self, tracker: DialogueStateTracker, stored: int) -> DialogueStateTracker:
         """A copy of ``tracker`` for Rasa, remembering how many of its events are already stored."""
-        self._set_base(tracker.sender_id, stored)
+        self._set_base(tracker.sender_id, stored, None)
         return tracker.copy()
 
-    def _remember(self, tracker: DialogueStateTracker, stored: int) -> None:
+    def _remember(self, tracker: DialogueStateTracker, in_tracker: int, stored: Optional[Stored]) -> None:
         if self._recent_size <= 0:
             return
         with self._pending_lock:
-            self._recent[tracker.sender_id] = (tracker, stored)
+            self._recent[tracker.sender_id] = (tracker, in_tracker, stored)
             self._recent.move_to_end(tracker.sender_id)
             while len(self._recent) > self._recent_size:
                 self._recent.popitem(last=False)
-
-    async def retrieve_full_tracker(self, conversation_id: Text) -> Optional[DialogueStateTracker]:
-        return await self.retrieve(conversation_id)
 
     async def keys(self) -> Iterable[Text]:
         """Stored conversation ids (hashed: the raw sender ids are not kept)."""
@@ -214,83 +292,64 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
         with self._pending_lock:
             waiting = [(k, v) for k, v in self._pending.items() if k != skip]
         for sender_id, (tracker, base) in waiting:
-            written = self._write(tracker, base)
+            after = self._write(tracker, base, None)
             with self._pending_lock:
                 if self._pending.get(sender_id, (None,))[0] is tracker:
                     del self._pending[sender_id]
-            self._set_base(sender_id, written)
-            self._remember(tracker, written)
+            self._set_base(sender_id, len(tracker.events), after)
+            self._remember(tracker, len(tracker.events), after)
         if waiting:
             logger.info("database is back: wrote %d conversation(s) kept in memory", len(waiting))
 
-    def _write(self, tracker: DialogueStateTracker, base: int) -> int:
-        """Appends the tracker's events from ``base`` on; returns how many of its events are stored."""
-        cid = self._cid(tracker.sender_id)
-        tracked = list(tracker.events)
-        total = len(tracked)
-        new = [event.as_dict() for event in tracked[base:]]  # only the new events are serialised
+    def _write(self, tracker: DialogueStateTracker, base: int, stored: Optional[Stored]) -> Optional[Stored]:
+        """Appends the tracker's events from ``base`` on; returns what the database then holds.
+
+        With ``stored`` (what the database held when the tracker was handed
+        out) the new events are written straight away, on condition that the
+        conversation still has that many events; otherwise, or if someone
+        wrote meanwhile, the conversation's row is read first.
+        """
+        new = [event.as_dict() for event in itertools.islice(tracker.events, base, None)]  # only the new events are serialised
         if not new:
-            return total
+            return stored
+        cid = self._cid(tracker.sender_id)
+        if any(_is_delete_request(e) for e in new):
+            self._erase_rows(cid)
+            with self._pending_lock:
+                self._recent.pop(tracker.sender_id, None)
+            return Stored(0, None)
+        redacted = [self.redact_event(e) for e in new]
+        if stored is not None:
+            try:
+                with self.engine.begin() as connection:
+                    return self._append(connection, cid, redacted, stored)
+            except (_Conflict, IntegrityError):
+                logger.info("a conversation was written elsewhere meanwhile: reading it before writing")
         with self.engine.begin() as connection:
-            row = connection.execute(
-                sa.select(
-                    conversations.c.event_count,
-                    conversations.c.turns,
-                    conversations.c.had_crisis,
-                    conversations.c.had_fallback,
-                    conversations.c.min_confidence,
-                    conversations.c.topics,
-                    conversations.c.crisis_categories,
-                ).where(conversations.c.id == cid)
-            ).mappings().first()
-            stored = row["event_count"] if row else 0
-            if any(_is_delete_request(e) for e in new):
-                connection.execute(sa.delete(events).where(events.c.conversation_id == cid))
-                connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
-                with self._pending_lock:
-                    self._recent.pop(tracker.sender_id, None)
-                return total
-            redacted = [self.redact_event(e) for e in new]
-            now = time.time()
-            summary = _summarise(redacted)
-            if row is None:
-                connection.execute(
-                    sa.insert(conversations).values(
-                        id=cid,
-                        channel=_channel(redacted),
-                        started_at=redacted[0].get("timestamp") or now,
-                        last_active=now,
-                        event_count=0,
-                        turns=0,
-                        had_crisis=False,
-                        had_fallback=False,
-                        min_confidence=None,
-                        topics="",
-                        crisis_categories="",
-                    )
-                )
-                current = {"turns": 0, "had_crisis": False, "had_fallback": False, "min_confidence": None, "topics": "", "crisis_categories": ""}
-            else:
-                current = dict(row)
+            row = connection.execute(_STATEMENTS.row, {"cid": cid}).mappings().first()
+            current = Stored(row["event_count"], {c: row[c] for c in SUMMARY_COLUMNS}) if row else Stored(0, None)
+            return self._append(connection, cid, redacted, current)
+
+    def _append(self, connection: sa.engine.Connection, cid: str, redacted: List[Dict[str, Any]], stored: Stored) -> Stored:
+        summary = _merge_summary(stored.summary or EMPTY_SUMMARY, _summarise(redacted))
+        now = time.time()
+        count = stored.count + len(redacted)
+        if stored.summary is None:
             connection.execute(
-                sa.insert(events),
-                [_row(cid, stored + i, e) for i, e in enumerate(redacted)],
+                _STATEMENTS.insert_row,
+                {"id": cid, "channel": _channel(redacted), "started_at": redacted[0].get("timestamp") or now,
+                 "last_active": now, "event_count": count, **summary},
             )
-            connection.execute(
-                sa.update(conversations)
-                .where(conversations.c.id == cid)
-                .values(
-                    last_active=now,
-                    event_count=stored + len(redacted),
-                    turns=current["turns"] + summary["turns"],
-                    had_crisis=bool(current["had_crisis"] or summary["had_crisis"]),
-                    had_fallback=bool(current["had_fallback"] or summary["had_fallback"]),
-                    min_confidence=_min(current["min_confidence"], summary["min_confidence"]),
-                    topics=_merge_tags(current["topics"], summary["topics"]),
-                    crisis_categories=_merge_tags(current["crisis_categories"], summary["crisis_categories"]),
-                )
+        else:
+            updated = connection.execute(
+                _STATEMENTS.update_row,
+                {"cid": cid, "expected": stored.count, "new_last_active": now, "new_event_count": count,
+                 **{f"new_{k}": v for k, v in summary.items()}},
             )
-        return total
+            if updated.rowcount != 1:
+                raise _Conflict(cid)
+        connection.execute(_STATEMENTS.insert_events, [_row(cid, stored.count + i, e) for i, e in enumerate(redacted)])
+        return Stored(count, summary)
 
     def redact_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
         """A copy of a serialised Rasa event with every personal detail removed."""
@@ -329,26 +388,38 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
 
     # ------------------------------------------------------------------ reading and erasing
 
-    def _read(self, sender_id: str) -> Optional[DialogueStateTracker]:
+    def _read(self, sender_id: str, full: bool = False) -> Tuple[Optional[DialogueStateTracker], Stored]:
+        """The conversation's current session (``full``: every session) and what the database holds."""
         cid = self._cid(sender_id)
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                sa.select(events.c.data).where(events.c.conversation_id == cid).order_by(events.c.seq)
-            ).all()
+            row = connection.execute(_STATEMENTS.row, {"cid": cid}).mappings().first()
+            if row is None:
+                return None, Stored(0, None)
+            stored = Stored(row["event_count"], {c: row[c] for c in SUMMARY_COLUMNS})
+            query = _STATEMENTS.all_events if full else _STATEMENTS.session_events
+            rows = connection.execute(query, {"cid": cid}).all()
         if not rows:
-            return None
-        return DialogueStateTracker.from_dict(sender_id, [json.loads(r[0]) for r in rows], self.domain.slots)
+            return None, stored
+        return DialogueStateTracker.from_dict(sender_id, [json.loads(r[0]) for r in rows], self.domain.slots), stored
 
     def erase(self, sender_id: str) -> int:
         """Deletes every event of a conversation; returns how many were deleted."""
-        cid = self._cid(sender_id)
         with self._pending_lock:
             self._pending.pop(sender_id, None)
             self._recent.pop(sender_id, None)
+        return self._erase_rows(self._cid(sender_id))
+
+    def _erase_rows(self, cid: str) -> int:
         with self.engine.begin() as connection:
             deleted = connection.execute(sa.delete(events).where(events.c.conversation_id == cid)).rowcount
             connection.execute(sa.delete(conversations).where(conversations.c.id == cid))
         return deleted or 0
+
+
+def _is_placeholder(tracker: DialogueStateTracker) -> bool:
+    """The tracker Rasa creates for a new conversation: one ``action_listen``, nothing else."""
+    events = tracker.events
+    return len(events) == 1 and isinstance(events[0], ActionExecuted) and events[0].action_name == ACTION_LISTEN_NAME
 
 
 def _is_delete_request(event: Dict[str, Any]) -> bool:
@@ -401,6 +472,18 @@ def _row(cid: str, seq: int, event: Dict[str, Any]) -> Dict[str, Any]:
         "policy": (event.get("policy") if kind == "action" else None),
         "text": text,
         "data": json.dumps(event, ensure_ascii=False, default=str),
+    }
+
+
+def _merge_summary(current: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
+    """The row's review columns after adding the summary of new events."""
+    return {
+        "turns": current["turns"] + new["turns"],
+        "had_crisis": bool(current["had_crisis"] or new["had_crisis"]),
+        "had_fallback": bool(current["had_fallback"] or new["had_fallback"]),
+        "min_confidence": _min(current["min_confidence"], new["min_confidence"]),
+        "topics": _merge_tags(current["topics"], new["topics"]),
+        "crisis_categories": _merge_tags(current["crisis_categories"], new["crisis_categories"]),
     }
 
 
