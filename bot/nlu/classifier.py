@@ -62,6 +62,7 @@ class Features:
     def __init__(self, words: Optional[Dict[str, int]] = None, chars: Optional[Dict[str, int]] = None) -> None:
         self.words = CountVectorizer(analyzer=_lemma_ngrams, vocabulary=words, dtype=np.float32)
         self.chars = CountVectorizer(analyzer="char_wb", ngram_range=(2, 4), lowercase=True, vocabulary=chars, dtype=np.float32)
+        self._analyzers: Optional[tuple] = None  # built on the first ``row``, after fitting
 
     @staticmethod
     def lemmas(message: Message) -> List[str]:
@@ -69,6 +70,7 @@ class Features:
         return [(getattr(t, "lemma", None) or t.text).lower() for t in tokens if (t.text or "").strip()]
 
     def fit(self, messages: List[Message]) -> csr_matrix:
+        self._analyzers = None
         lemmas = [self.lemmas(m) for m in messages]
         texts = [(m.get(TEXT) or "").lower() for m in messages]
         return hstack([self.words.fit_transform(lemmas), self.chars.fit_transform(texts)]).tocsr()
@@ -78,10 +80,37 @@ class Features:
         texts = [(m.get(TEXT) or "").lower() for m in messages]
         return hstack([self.words.transform(lemmas), self.chars.transform(texts)]).tocsr()
 
+    def row(self, message: Message) -> "SparseRow":
+        """One message's features, as ``transform`` gives them, without building a sparse matrix.
+
+        The same analyzers and vocabularies; only the bookkeeping of
+        scikit-learn's batch code (a fifth of a millisecond per message) is left out.
+        """
+        words, chars = self.words, self.chars
+        if self._analyzers is None:
+            self._analyzers = (words.build_analyzer(), chars.build_analyzer(), _vocabulary(words), _vocabulary(chars))
+        analyse_words, analyse_chars, word_ids, char_ids = self._analyzers
+        counts: Dict[int, int] = {}
+        for feature in analyse_words(self.lemmas(message)):
+            index = word_ids.get(feature)
+            if index is not None:
+                counts[index] = counts.get(index, 0) + 1
+        offset = len(word_ids)
+        for feature in analyse_chars((message.get(TEXT) or "").lower()):
+            index = char_ids.get(feature)
+            if index is not None:
+                counts[offset + index] = counts.get(offset + index, 0) + 1
+        indices = np.array(sorted(counts), dtype=np.int64)
+        return SparseRow(indices, np.array([counts[i] for i in indices.tolist()], dtype=np.float64))
+
     def knows_a_word(self, message: Message) -> bool:
         """True when at least one of the message's words was in the training phrases."""
         vocabulary = self.words.vocabulary_ if hasattr(self.words, "vocabulary_") else self.words.vocabulary
         return any(lemma in vocabulary for lemma in self.lemmas(message) if lemma.isalpha())
+
+    def width(self) -> int:
+        """How many count features there are (the embedding's columns come after them)."""
+        return len(_vocabulary(self.words)) + len(_vocabulary(self.chars))
 
     def vocabularies(self) -> Dict[str, Dict[str, int]]:
         return {
@@ -252,10 +281,11 @@ class TopicClassifier(GraphComponent, IntentClassifier):
         """Intents with confidences, best first (empty for a message without features)."""
         if not (message.get(TEXT) or "").strip():
             return []
-        row = self.features.transform([message])
+        row = self.features.row(message)
         if row.nnz == 0:
             return []
-        probabilities = self._fast.proba(row)
+        n_sparse = self.features.width()
+        probabilities = self._fast.proba(row, n_sparse)
         classes = self._fast.classes
         unsure = probabilities.max() < self.config["fast_confidence"]
         crisis = classes[int(np.argmax(probabilities))] == CRISIS_INTENT
@@ -263,7 +293,7 @@ class TopicClassifier(GraphComponent, IntentClassifier):
         # the message off anyway (then the classifier's answer is not used).
         if (unsure or crisis) and self._full is not None and not self._rules_hand_off(message.get(TEXT)):
             embedding = embed_message(message.get(TEXT)) * self.config["embedding_scale"]
-            probabilities = self._full.proba(row, embedding)
+            probabilities = self._full.proba(row, n_sparse, embedding)
             classes = self._full.classes
         if not self.features.knows_a_word(message):
             # Not one word the bot has seen ("zxqv blorp", another alphabet): whatever
@@ -282,6 +312,24 @@ class TopicClassifier(GraphComponent, IntentClassifier):
         return self._detector.detect(text or "") is not None
 
 
+def _vocabulary(vectorizer: CountVectorizer) -> Dict[str, int]:
+    return vectorizer.vocabulary_ if hasattr(vectorizer, "vocabulary_") else vectorizer.vocabulary
+
+
+class SparseRow:
+    """The feature columns of one message that are not zero, and their counts."""
+
+    __slots__ = ("indices", "counts")
+
+    def __init__(self, indices: np.ndarray, counts: np.ndarray) -> None:
+        self.indices = indices
+        self.counts = counts
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.size)
+
+
 class _Linear:
     """A one-vs-rest logistic regression at prediction time (same probabilities as scikit-learn's)."""
 
@@ -294,10 +342,10 @@ class _Linear:
     def of(cls, model: Optional[LogisticRegression]) -> Optional["_Linear"]:
         return None if model is None else cls(model.coef_, model.intercept_, model.classes_)
 
-    def proba(self, row: csr_matrix, dense: Optional[np.ndarray] = None) -> np.ndarray:
-        """Probabilities for one sparse row, with ``dense`` columns appended after it (the embedding)."""
-        n_sparse = row.shape[1]
-        scores = np.asarray(row @ self.coef_t[:n_sparse]).ravel() + self.intercept
+    def proba(self, row: SparseRow, n_sparse: int, dense: Optional[np.ndarray] = None) -> np.ndarray:
+        """Probabilities for one message's ``n_sparse`` count features, with ``dense`` columns
+        appended after them (the embedding)."""
+        scores = row.counts @ self.coef_t[row.indices] + self.intercept
         if dense is not None:
             scores += np.asarray(dense, dtype=np.float64).ravel() @ self.coef_t[n_sparse:]
         probabilities = expit(scores)
