@@ -5,10 +5,10 @@ Every kind of bad input goes through the REST channel, the socket.io channel
 the web app. After each one the conversation must go on normally: "why do i
 miss him" still gets the why_miss answer.
 
-The stress tests (a long conversation, many senders) run on their own Rasa
-server with the rate limits switched off (a script sending 1 000 messages in
-one conversation is exactly what the limits stop); BOT_STRESS_COUNT sets the
-count (default 1 000; the soak target uses 10 000).
+The stress tests (10 000 messages in one conversation, 10 000 senders) run
+on their own Rasa server with the rate limits switched off (a script sending
+10 000 messages in one conversation is exactly what the limits stop);
+BOT_STRESS_COUNT sets the count.
 """
 from __future__ import annotations
 
@@ -608,7 +608,7 @@ def test_a_page_number_past_the_database_integer_gets_no_5xx(web_url: str, revie
 
 # -------------------------------------------------------------- stress
 
-STRESS_COUNT = int(os.environ.get("BOT_STRESS_COUNT") or 1000)
+STRESS_COUNT = int(os.environ.get("BOT_STRESS_COUNT") or 10_000)
 TEXTS = [WHY_MISS, "what is a trauma bond", "hello", "thank you", "blorp zxqv", "is this chat private", ""]
 
 
@@ -632,12 +632,13 @@ def unlimited_bot(model_path: Path, tmp_path_factory: pytest.TempPathFactory) ->
         actions.stop()
 
 
-def test_a_conversation_of_many_messages_stays_correct(unlimited_bot: str) -> None:
+def test_a_conversation_of_many_messages_stays_correct_and_as_fast(unlimited_bot: str) -> None:
+    """10 000 messages in one conversation: every one answered, the last as fast as the first."""
     sender = f"long-{uuid.uuid4().hex}"
     started = time.monotonic()
     slowest = 0.0
-    per_message: List[str] = []  # mean seconds per message, by stretch of the conversation
     stretch = max(1, STRESS_COUNT // 10)
+    means: List[float] = []  # mean seconds per message of each tenth of the conversation
     with requests.Session() as session:
         mark = time.monotonic()
         for i in range(STRESS_COUNT):
@@ -649,7 +650,7 @@ def test_a_conversation_of_many_messages_stays_correct(unlimited_bot: str) -> No
             assert response.status_code == 200, (i, response.status_code, response.text[:200])
             assert response.json(), i
             if (i + 1) % stretch == 0:
-                per_message.append(f"{i + 1}: {(time.monotonic() - mark) / stretch:.3f}")
+                means.append((time.monotonic() - mark) / stretch)
                 mark = time.monotonic()
     elapsed = time.monotonic() - started
     turn = Chat(unlimited_bot, sender).say(WHY_MISS)
@@ -658,7 +659,10 @@ def test_a_conversation_of_many_messages_stays_correct(unlimited_bot: str) -> No
     danger = Chat(unlimited_bot, sender).say("he has a gun")
     assert customs(danger)[0]["type"] == "crisis_handoff"
     print(f"\n{STRESS_COUNT} messages in one conversation: {elapsed:.1f} s, slowest {slowest:.2f} s; "
-          f"mean s per message up to message n: {', '.join(per_message)}")
+          f"mean ms per message by tenth: {', '.join(f'{m * 1000:.1f}' for m in means)}")
+    # The cost of a message does not grow with the conversation (the shared machine is
+    # noisy: the best of the last three tenths against the best of the first three).
+    assert min(means[-3:]) < 1.5 * min(means[:3]) + 0.005, means
 
 
 def test_many_senders_each_get_a_first_turn(unlimited_bot: str) -> None:

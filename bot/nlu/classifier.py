@@ -133,6 +133,8 @@ class TopicClassifier(GraphComponent, IntentClassifier):
     def get_default_config() -> Dict[Text, Any]:
         return {
             "C": 0.5,
+            # Regularisation of the fast model alone (None: C).
+            "fast_C": None,
             # Weight of the sentence embedding against the n-gram counts.
             "embedding_scale": 10.0,
             # Keep the fast prediction when its confidence is at least this
@@ -188,14 +190,14 @@ class TopicClassifier(GraphComponent, IntentClassifier):
 
     # ------------------------------------------------------------------ training
 
-    def _fit(self, matrix: csr_matrix, labels: List[str]) -> LogisticRegression:
+    def _fit(self, matrix: csr_matrix, labels: List[str], C: Optional[float] = None) -> LogisticRegression:
         """One-vs-rest logistic regressions (liblinear), fitted on both cores at once."""
         from joblib import parallel_backend
         from sklearn.multiclass import OneVsRestClassifier
 
         # The dual formulation: far fewer examples than features, so it solves 3x faster.
         base = LogisticRegression(
-            C=self.config["C"], solver="liblinear", dual=True, max_iter=2000, random_state=self.config["random_state"]
+            C=C or self.config["C"], solver="liblinear", dual=True, max_iter=2000, random_state=self.config["random_state"]
         )
         # Threads, not processes: liblinear releases the GIL, and processes would
         # get read-only memory-mapped copies of the matrix, which liblinear refuses.
@@ -203,7 +205,7 @@ class TopicClassifier(GraphComponent, IntentClassifier):
             ovr = OneVsRestClassifier(base, n_jobs=self.config["n_jobs"]).fit(matrix, labels)
         # Fold the binary models into one LogisticRegression, as liblinear's own
         # one-vs-rest would have made: predict_proba is the same.
-        model = LogisticRegression(C=self.config["C"], solver="liblinear", multi_class="ovr")
+        model = LogisticRegression(C=C or self.config["C"], solver="liblinear", multi_class="ovr")
         model.classes_ = ovr.classes_
         model.coef_ = np.vstack([e.coef_ for e in ovr.estimators_])
         model.intercept_ = np.concatenate([e.intercept_ for e in ovr.estimators_])
@@ -217,7 +219,7 @@ class TopicClassifier(GraphComponent, IntentClassifier):
         labels = [e.get(INTENT) for e in examples]
         self.features = Features()
         matrix = self.features.fit(examples)
-        self.fast = self._fit(matrix, labels)
+        self.fast = self._fit(matrix, labels, self.config.get("fast_C"))
         if self.config["use_embeddings"]:
             embeddings = embed_training_examples([e.get(TEXT) for e in examples])
             self.full = self._fit(self._joint(matrix, embeddings), labels)
