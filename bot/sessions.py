@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
@@ -34,20 +35,67 @@ class SessionFacts:
     messages: int  # visitor messages since the latest session start
 
 
+_UNDO = {UserUtteranceReverted.type_name, ActionReverted.type_name}
+_CACHE_ATTRIBUTE = "_bot_session_facts"
+
+
 def session_facts(tracker: Any) -> Optional[SessionFacts]:
-    """The facts, or None when an undo or rewind makes Rasa's replay necessary."""
+    """The facts, or None when an undo or rewind makes Rasa's replay necessary.
+
+    Kept with the tracker and brought up to date with the events appended
+    since, so a long session is not walked again for every message.
+    """
+    events = tracker.events
+    cached = getattr(tracker, _CACHE_ATTRIBUTE, None)
+    if cached is not None:
+        consumed, last, facts = cached
+        if consumed <= len(events) and (consumed == 0 or events[consumed - 1] is last):
+            for event in itertools.islice(events, consumed, None):
+                facts = _forward(facts, event)
+                if facts is None:
+                    break
+            _remember(tracker, facts)
+            return facts
+    facts = _walk_back(events)
+    _remember(tracker, facts)
+    return facts
+
+
+def _remember(tracker: Any, facts: Optional[SessionFacts]) -> None:
+    events = tracker.events
+    if facts is None:
+        tracker.__dict__.pop(_CACHE_ATTRIBUTE, None)
+    else:
+        setattr(tracker, _CACHE_ATTRIBUTE, (len(events), events[-1] if events else None, facts))
+
+
+def _forward(facts: SessionFacts, event: Any) -> Optional[SessionFacts]:
+    kind = event.type_name
+    if kind in _UNDO:
+        return None
+    if kind == SessionStarted.type_name:
+        return SessionFacts(False, None, 0)
+    if kind == Restarted.type_name:
+        return SessionFacts(False, None, facts.messages)
+    if kind == UserUttered.type_name:
+        return SessionFacts(True, event.timestamp, facts.messages + 1)
+    return SessionFacts(True, facts.last_message_at, facts.messages) if not facts.has_applied_events else facts
+
+
+def _walk_back(events: Any) -> Optional[SessionFacts]:
     messages = 0
     applied = 0
     last_message_at: Optional[float] = None
     reset_seen = False
-    for event in reversed(tracker.events):
-        if isinstance(event, (UserUtteranceReverted, ActionReverted)):
+    for event in reversed(events):
+        kind = event.type_name  # a string compare: isinstance on Rasa's event classes is slow
+        if kind in _UNDO:
             return None
-        if isinstance(event, SessionStarted):
+        if kind == SessionStarted.type_name:
             break
-        if isinstance(event, Restarted):
+        if kind == Restarted.type_name:
             reset_seen = True  # Rasa forgets what came before; the message count goes on
-        if isinstance(event, UserUttered):
+        elif kind == UserUttered.type_name:
             messages += 1
             if not reset_seen and last_message_at is None:
                 last_message_at = event.timestamp
@@ -60,9 +108,9 @@ def messages_in_session(tracker: Any) -> int:
     """Visitor messages since the latest session start (counting back from the end)."""
     count = 0
     for event in reversed(tracker.events):
-        if isinstance(event, SessionStarted):
+        if event.type_name == SessionStarted.type_name:
             break
-        if isinstance(event, UserUttered):
+        if event.type_name == UserUttered.type_name:
             count += 1
     return count
 

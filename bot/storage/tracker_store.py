@@ -254,7 +254,7 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
         """The tracker from its latest session start on (a new, shorter tracker if it held older sessions)."""
         events = tracker.events
         for index in range(len(events) - 1, 0, -1):
-            if isinstance(events[index], SessionStarted):
+            if events[index].type_name == SessionStarted.type_name:  # faster than isinstance on Rasa's events
                 return DialogueStateTracker.from_events(
                     tracker.sender_id, list(events)[index:], self.domain.slots, tracker._max_event_history
                 )
