@@ -7,14 +7,16 @@ python-socketio >= 5.10. These replacements keep Rasa's URLs and events.
 Loading them also installs ``bot.resilience`` (replies when the action server
 is down), ``bot.graph_runner`` (the model's graph without dask) and
 ``bot.sessions`` (a session also ends after 100 messages),
-``bot.debug_logging`` (no debug log lines built when nobody reads them) and
-``bot.turns`` (no copy of the conversation for actions that only read it),
+``bot.debug_logging`` (no debug log lines built when nobody reads them),
+``bot.turns`` (no copy of the conversation for actions that only read it)
+and ``bot.event_types`` (event classes found by name in a dictionary),
 since every server of this project loads these channels.
 """
-from bot import debug_logging, graph_runner, resilience, sessions, turns
+from bot import debug_logging, event_types, graph_runner, resilience, sessions, turns
 
 resilience.install()
 graph_runner.install()
 sessions.install()
 debug_logging.install()
 turns.install()
+event_types.install()
