@@ -1,4 +1,4 @@
-"""Event classes found by name from a dictionary: the same classes Rasa's walk finds."""
+"""Rasa's per-message lookups, remembered (event classes by name, whether the domain is empty): the same answers."""
 from __future__ import annotations
 
 import pytest
@@ -36,3 +36,16 @@ def test_events_read_from_json_are_the_same() -> None:
     event_types.install()
     events = [SessionStarted(), ActionExecuted("action_listen"), UserUttered("hi", {"name": "greet", "confidence": 1.0})]
     assert [Event.from_parameters(e.as_dict()) for e in events] == events
+
+
+def test_a_domain_is_asked_once_whether_it_is_empty() -> None:
+    from rasa.shared.core.domain import Domain
+
+    from bot import domain_cache
+    from tests.conftest import PROJECT
+
+    domain_cache.install()
+    assert Domain.empty().is_empty()
+    domain = Domain.load(str(PROJECT / "domain"))
+    assert not domain.is_empty() and not domain.is_empty()
+    assert domain.__dict__["_bot_is_empty"] is False
