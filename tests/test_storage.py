@@ -232,6 +232,8 @@ def test_two_servers_writing_one_conversation_lose_nothing(store: RedactingTrack
     for i in range(1, 9):
         server = other if i % 2 else store
         tracker = asyncio.run(server.retrieve("shared"))
+        # Each server's copy is brought up to date with the other's turns.
+        assert [e.text for e in tracker.events if e.type_name == "user"] == expected
         _say(tracker, f"turn {i}")
         asyncio.run(server.save(tracker))
         expected.append(f"turn {i}")

@@ -13,8 +13,9 @@
   SQL tracker store): a conversation of 10 000 messages costs no more per
   message than one of ten. Every event stays stored for the review.
 - A turn costs one indexed read (is the copy this process holds still the
-  latest?) and one write of the new events; the write checks that nobody
-  else wrote meanwhile, and reads the conversation again if someone did.
+  latest? if another server wrote since, only its new events are read) and
+  one write of the new events; the write checks that nobody else wrote
+  meanwhile, and reads the conversation again if someone did.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from rasa.core.brokers.broker import EventBroker
 from rasa.core.tracker_store import SerializedTrackerAsDict, TrackerStore
 from rasa.shared.core.constants import ACTION_LISTEN_NAME
 from rasa.shared.core.domain import Domain
-from rasa.shared.core.events import ActionExecuted, SessionStarted
+from rasa.shared.core.events import ActionExecuted, Event, SessionStarted
 from rasa.shared.core.trackers import DialogueStateTracker
 
 from bot.keys import secret_key
@@ -93,6 +94,7 @@ class _Statements:
         ordered = sa.select(events.c.data).where(events.c.conversation_id == cid).order_by(events.c.seq)
         self.session_events = ordered.where(events.c.seq >= sa.func.coalesce(latest_session, 0))
         self.all_events = ordered
+        self.events_from = ordered.where(events.c.seq >= sa.bindparam("start"))
         self.insert_events = sa.insert(events)
         self.insert_row = sa.insert(conversations)
         values = {c: sa.bindparam(f"new_{c}") for c in ("last_active", "event_count", *SUMMARY_COLUMNS)}
@@ -223,27 +225,43 @@ class RedactingTrackerStore(TrackerStore, SerializedTrackerAsDict):
         return self._hand_out(recent[0], recent[1]) if recent else None
 
     def _fresh_copy(self, sender_id: str) -> Optional[DialogueStateTracker]:
-        """The tracker this process wrote last, if the database holds nothing newer.
+        """The tracker this process wrote last, brought up to date with what others wrote since.
 
-        One indexed read of the event count instead of reading and replaying
-        the conversation: a conversation usually stays on one server. Another
-        server's write (or an erasure) changes the count, and then the
-        database is read as before. The tracker is handed over, not copied:
-        it comes back with ``save`` (or is read again if the turn failed).
+        One indexed read of the conversation's row instead of reading and
+        replaying the conversation. When another server wrote meanwhile
+        (round-robin behind a load balancer) only its new events are read and
+        appended; an erasure, or anything that does not fit, and the
+        conversation is read again as a whole. The tracker is handed over,
+        not copied: it comes back with ``save`` (or is read again if the turn failed).
         """
         with self._pending_lock:
             recent = self._recent.get(sender_id)
         if recent is None or recent[2] is None:
             return None
         tracker, in_tracker, stored = recent
+        cid = self._cid(sender_id)
+        newer: List[Dict[str, Any]] = []
         with self.engine.connect() as connection:  # a database error leaves the copy for the fallback
-            row = connection.execute(_STATEMENTS.count, {"cid": self._cid(sender_id)}).first()
+            row = connection.execute(_STATEMENTS.row, {"cid": cid}).mappings().first()
+            if row is None or row["event_count"] < stored.count:
+                return None
+            if row["event_count"] > stored.count:
+                if in_tracker != len(tracker.events):
+                    return None
+                newer = [json.loads(r[0]) for r in connection.execute(_STATEMENTS.events_from, {"cid": cid, "start": stored.count})]
+                if len(newer) != row["event_count"] - stored.count:
+                    return None
         with self._pending_lock:
             if self._recent.get(sender_id) is not recent:
                 return None  # another request took it meanwhile
             del self._recent[sender_id]
-        if row is None or row[0] != stored.count:
-            return None
+        if newer:
+            for data in newer:
+                event = Event.from_parameters(data)
+                if event is not None:
+                    tracker.update(event, self.domain)
+            in_tracker = len(tracker.events)
+            stored = Stored(row["event_count"], {c: row[c] for c in SUMMARY_COLUMNS})
         if in_tracker == len(tracker.events):
             tracker = self._current_session(tracker)
             in_tracker = len(tracker.events)
