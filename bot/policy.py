@@ -10,8 +10,8 @@ training, same rules, same contradiction checks, same name in the events),
 with two caches:
 
 - which rules can apply depends only on the last few states (as many as the
-  longest rule has), so only those are made, and the answer is remembered
-  for them;
+  longest rule has) and only on the features the rules mention, so only
+  those states are made, and the answer is remembered for those features;
 - those states are kept with the conversation's tracker and brought up to
   date with the events appended since the last prediction, instead of being
   rebuilt from the start; an event that rewrites history (restart, new
@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import OrderedDict, deque
-from typing import Any, Deque, Dict, List, Optional, Set, Text, Tuple
+from typing import Any, Deque, Dict, FrozenSet, List, Optional, Set, Text, Tuple
 
 from rasa.core.featurizers.tracker_featurizers import MaxHistoryTrackerFeaturizer
 from rasa.core.policies.policy import SupportedData
@@ -124,7 +124,7 @@ class RulePolicy(RasaRulePolicy):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._possible_keys: "OrderedDict[Tuple[int, Text], Set[Text]]" = OrderedDict()
-        self._depths: Dict[int, Tuple[Dict[Text, Text], int]] = {}
+        self._depths: Dict[int, Tuple[Dict[Text, Text], int, FrozenSet[Tuple[Text, Text]]]] = {}
         self._training = False
 
     def train(
@@ -167,22 +167,37 @@ class RulePolicy(RasaRulePolicy):
         lookups = [self.lookup.get(RULES) or {}, self.lookup.get(RULES_FOR_LOOP_UNHAPPY_PATH) or {}]
         return max([1] + [self._depth(lookup) for lookup in lookups if lookup])
 
-    def _depth(self, lookup: Dict[Text, Text]) -> int:
-        """States in the longest rule of ``lookup``: older states never change which rules apply."""
+    def _shape(self, lookup: Dict[Text, Text]) -> Tuple[int, FrozenSet[Tuple[Text, Text]]]:
+        """How many states the longest rule of ``lookup`` has (older states never change
+        which rules apply), and which features its rules look at."""
         known = self._depths.get(id(lookup))
         if known is not None and known[0] is lookup:
-            return known[1]
-        depth = max((len(self._rule_key_to_state(key)) for key in lookup), default=0)
-        self._depths[id(lookup)] = (lookup, depth)
-        return depth
+            return known[1], known[2]
+        depth, used = 0, set()
+        for key in lookup:
+            states = self._rule_key_to_state(key)
+            depth = max(depth, len(states))
+            used.update((kind, name) for state in states for kind, sub in state.items() for name in sub)
+        self._depths[id(lookup)] = (lookup, depth, frozenset(used))
+        return depth, frozenset(used)
+
+    def _depth(self, lookup: Dict[Text, Text]) -> int:
+        return self._shape(lookup)[0]
 
     def _get_possible_keys(self, lookup: Dict[Text, Text], states: List[State]) -> Set[Text]:
         if self._training or not lookup:
             return super()._get_possible_keys(lookup, states)
         # RulePolicy._is_rule_applicable is True for every turn beyond a rule's
-        # length, so only the last `depth` states decide the result.
-        tail = states[-self._depth(lookup):]
-        key = (id(lookup), json.dumps(tail, sort_keys=True, default=str))
+        # length, so only the last `depth` states decide the result; and of
+        # each state, only the features some rule looks at (the message's
+        # text, say, is in no rule) and whether each part is there at all.
+        depth, used = self._shape(lookup)
+        tail = states[-depth:]
+        seen = [
+            {kind: {n: v for n, v in sub.items() if (kind, n) in used} or {"": True} for kind, sub in state.items() if sub}
+            for state in tail
+        ]
+        key = (id(lookup), json.dumps(seen, sort_keys=True, default=str))
         found = self._possible_keys.get(key)
         if found is None:
             found = super()._get_possible_keys(lookup, tail)

@@ -79,7 +79,11 @@ def _create(url: str) -> Engine:
     return sa.create_engine(
         url,
         future=True,
-        pool_pre_ping=True,  # a database that went away and came back is reconnected
+        # No ping before every checkout (a round trip each, twice a message): a
+        # connection the database dropped fails once, SQLAlchemy then throws the
+        # pool's connections away, the tracker store keeps that turn in memory,
+        # and the next turn connects afresh.
+        pool_pre_ping=False,
         pool_size=5,
         max_overflow=5,
         connect_args={"connect_timeout": 3} if parsed.get_backend_name() == "postgresql" else {},
