@@ -24,6 +24,9 @@ from bot import paths
 
 PLACEHOLDERS = ("[PHONE]", "[EMAIL]", "[ADDRESS]", "[ZIP]", "[URL]", "[IP]", "[DATE]", "[CARD]", "[SSN]", "[NAME]")
 
+_DIGIT = re.compile(r"\d")
+#: Fewer digits than this are never taken for a phone number (911, a year, a ZIP code).
+MIN_PHONE_DIGITS = 7
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.UNICODE)
 _URL = re.compile(
     r"\b(?:https?://|www\.)[^\s<>\"']+|\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|co|me|info|us|uk|es|mx|app|dev|ly|gl|gg|tv|be)(?:/[^\s<>\"']*)?",
@@ -140,32 +143,37 @@ class Redactor:
         for m in _URL.finditer(text):
             if "@" not in text[max(0, m.start() - 1) : m.end()]:
                 add("URL", m)
-        for m in _IPV4.finditer(text):
-            add("IP", m)
         for m in _IPV6.finditer(text):
             try:
                 ipaddress.ip_address(m.group(0).strip(".,;"))
             except ValueError:
                 continue
             add("IP", m)
-        for m in _SSN.finditer(text):
-            add("SSN", m)
-        for m in _CARD.finditer(text):
-            digits = _digits(m.group(0))
-            if 13 <= len(digits) <= 19 and _luhn(digits):
-                add("CARD", m)
-        found.extend(self._phones(text))
-        for m in _DATE.finditer(text):
-            add("DATE", m)
-        found.extend(self._addresses(text))
-        for m in _ZIP_CONTEXT.finditer(text):
-            add("ZIP", m, 1)
-        for m in _ZIP_AFTER_STATE.finditer(text):
-            add("ZIP", m, 1)
-        for m in _ZIP_PLUS4.finditer(text):
-            add("ZIP", m)
-        for m in _UK_POSTCODE.finditer(text):
-            add("ZIP", m)
+        # Every other pattern needs a digit (phone numbers at least seven):
+        # most messages have none, and skip them all.
+        digits = len(_DIGIT.findall(text))
+        if digits:
+            for m in _IPV4.finditer(text):
+                add("IP", m)
+            for m in _SSN.finditer(text):
+                add("SSN", m)
+            for m in _CARD.finditer(text):
+                number = _digits(m.group(0))
+                if 13 <= len(number) <= 19 and _luhn(number):
+                    add("CARD", m)
+            if digits >= MIN_PHONE_DIGITS:
+                found.extend(self._phones(text))
+            for m in _DATE.finditer(text):
+                add("DATE", m)
+            found.extend(self._addresses(text))
+            for m in _ZIP_CONTEXT.finditer(text):
+                add("ZIP", m, 1)
+            for m in _ZIP_AFTER_STATE.finditer(text):
+                add("ZIP", m, 1)
+            for m in _ZIP_PLUS4.finditer(text):
+                add("ZIP", m)
+            for m in _UK_POSTCODE.finditer(text):
+                add("ZIP", m)
         found.extend(self._names(text))
         return _resolve(found)
 
@@ -177,7 +185,7 @@ class Redactor:
                 raw = match.raw_string
                 digits = _digits(raw)
                 international = raw.lstrip("(").startswith(("+", "00"))
-                if digits in self.public_numbers or len(digits) < 7:
+                if digits in self.public_numbers or len(digits) < MIN_PHONE_DIGITS:
                     continue
                 if index > 0 and not international and len(digits) < 9:
                     continue  # "2019", "90210": years and ZIP codes are not phone numbers
@@ -267,8 +275,9 @@ class Redactor:
         return value
 
 
+@lru_cache(maxsize=8192)
 def _plain(word: str) -> str:
-    """Lowercase, no accents, no possessive ("Mike's" -> "mike")."""
+    """Lowercase, no accents, no possessive ("Mike's" -> "mike"); remembered (words repeat)."""
     decomposed = unicodedata.normalize("NFD", word.lower().replace("’", "'"))
     plain = "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
     if plain.endswith("'s"):

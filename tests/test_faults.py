@@ -148,7 +148,7 @@ def test_redis_down_the_project_lock_store_keeps_the_whole_service(redis_server:
     chat = Chat(bot["url"], sender)
     sent = ["why do i miss him"]
     assert answered(chat.say(sent[-1]), "why_miss")
-    assert redis_calls(redis_server.port) > 0, "the lock store does not use Redis"
+    assert redis_calls(redis_server.port, "evalsha") > 0, "the lock store does not use Redis"
 
     redis_server.stop()
     try:
@@ -167,7 +167,7 @@ def test_redis_down_the_project_lock_store_keeps_the_whole_service(redis_server:
 
     # Back by itself: the next messages are locked in Redis again.
     deadline = time.monotonic() + 60
-    while redis_calls(redis_server.port) == 0:
+    while redis_calls(redis_server.port, "evalsha") == 0:
         assert time.monotonic() < deadline, "the server never went back to Redis"
         sent.append("is this chat private")
         assert customs(chat.say(sent[-1]), "answer")
@@ -410,7 +410,7 @@ def test_resilient_lock_store_falls_back_and_returns(redis_server: RedisServer, 
         return all(order[i] == order[i + 1] for i in range(0, len(order), 2))
 
     asyncio.run(one("a"))
-    assert not store.redis_down and redis_calls(redis_server.port) > 0
+    assert not store.redis_down and redis_calls(redis_server.port, "evalsha") > 0
     assert is_serial(asyncio.run(in_order("b")))
     redis_server.stop()
     try:
@@ -424,3 +424,67 @@ def test_resilient_lock_store_falls_back_and_returns(redis_server: RedisServer, 
     asyncio.run(one("a"))
     assert not store.redis_down
     assert redis.Redis(port=redis_server.port, db=3).keys("*") == []  # every lock released
+
+
+def _two_servers_stores(redis_server: RedisServer, db: int) -> Tuple[Any, Any]:
+    from rasa.core.lock_store import LockStore
+    from rasa.utils.endpoints import EndpointConfig
+
+    config = EndpointConfig(url="127.0.0.1", type="bot.storage.lock_store.ResilientRedisLockStore", port=redis_server.port, db=db)
+    redis.Redis(port=redis_server.port, db=db).flushdb()
+    return LockStore.create(config), LockStore.create(config)
+
+
+def test_the_redis_lock_is_one_holder_at_a_time_across_servers_first_come_first_served(redis_server: RedisServer) -> None:
+    first, second = _two_servers_stores(redis_server, 4)
+    holding: List[int] = []
+    order: List[int] = []
+
+    async def hold(n: int) -> None:
+        await asyncio.sleep(n * 0.002)  # arrive in order
+        store = first if n % 2 else second
+        async with store.lock("shared conversation", wait_time_in_seconds=0.02):
+            holding.append(n)
+            assert len(holding) == 1, f"two holders at once: {holding}"
+            order.append(n)
+            await asyncio.sleep(0.003)
+            holding.remove(n)
+
+    async def main() -> None:
+        await asyncio.gather(*(hold(n) for n in range(20)))
+
+    asyncio.run(main())
+    assert order == list(range(20)), order
+    client = redis.Redis(port=redis_server.port, db=4)
+    assert client.keys("*") == [], "every ticket was given back"
+
+
+def test_an_expired_ticket_does_not_block_the_conversation(redis_server: RedisServer) -> None:
+    first, second = _two_servers_stores(redis_server, 5)
+    key = first._redis_key("crashed holder")
+    ticket, lowest = first._run_acquire(key, 300, "")  # taken by a server that then dies
+    assert lowest == ticket
+
+    async def after_the_crash() -> float:
+        start = time.monotonic()
+        async with second.lock("crashed holder", lock_lifetime=5, wait_time_in_seconds=0.05):
+            return time.monotonic() - start
+
+    waited = asyncio.run(after_the_crash())
+    assert 0.2 < waited < 2.0, waited
+
+
+def test_redis_holds_no_conversation_id_and_two_round_trips_a_message(redis_server: RedisServer) -> None:
+    first, _ = _two_servers_stores(redis_server, 6)
+    client = redis.Redis(port=redis_server.port, db=6)
+    seen: List[bytes] = []
+
+    async def one() -> None:
+        async with first.lock("jane.doe@example.com"):
+            seen.extend(client.keys("*"))
+
+    asyncio.run(one())  # the scripts are loaded on first use
+    calls = redis_calls(redis_server.port, "evalsha") + redis_calls(redis_server.port, "eval")
+    asyncio.run(one())
+    assert redis_calls(redis_server.port, "evalsha") + redis_calls(redis_server.port, "eval") - calls == 2
+    assert seen and not any(b"jane" in k or b"example" in k for k in seen), seen

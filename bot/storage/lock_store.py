@@ -1,6 +1,16 @@
-"""A Redis lock store that keeps the bot answering while Redis is down.
+"""A Redis lock store: atomic, two round trips a message, and it keeps the bot answering while Redis is down.
 
-Rasa's ``RedisLockStore`` raises on every message when Redis cannot be
+Rasa's ``RedisLockStore`` reads a conversation's lock, adds a ticket and
+writes it back in separate commands, so two servers taking a ticket at the
+same moment can both think they hold the lock; it also costs seven round
+trips to Redis per message and keys Redis by the raw conversation id. Here
+a ticket is taken, and the lock checked, in one Lua script that Redis runs
+atomically, and released in another: the same first-come first-served
+ticket lock with expiring tickets, two round trips, and keys made from a
+keyed hash of the conversation id (as in the tracker store), so Redis holds
+no sender id either.
+
+Rasa's ``RedisLockStore`` also raises on every message when Redis cannot be
 reached: no message is processed at all (the channels then send only their
 last-resort reply). This one falls back to a lock in this process, logs it
 once, tries Redis again after a short wait (doubling up to a limit while it
@@ -23,10 +33,11 @@ Configured in the endpoints file like Rasa's own (``url`` is the host name)::
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from contextlib import asynccontextmanager
-from typing import Any, AsyncGenerator, Optional, Text
+from typing import Any, AsyncGenerator, Optional, Text, Tuple
 
 from redis.exceptions import RedisError
 
@@ -39,16 +50,49 @@ logger = logging.getLogger(__name__)
 #: What "Redis cannot be used" looks like: any client error, or a socket error.
 REDIS_ERRORS = (RedisError, OSError)
 
+#: Takes a ticket (ARGV[2] empty) or checks one: returns {ticket, lowest live ticket},
+#: lowest -1 if the ticket itself expired. Expired tickets are dropped on the way.
+#: The hash holds "next" (the ticket counter) and "t<n>" -> expiry in ms.
+_ACQUIRE = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local lifetime = tonumber(ARGV[1])
+local ticket = tonumber(ARGV[2])
+if not ticket then
+  ticket = redis.call('HINCRBY', KEYS[1], 'next', 1)
+  redis.call('HSET', KEYS[1], 't' .. ticket, now + lifetime)
+  redis.call('PEXPIRE', KEYS[1], lifetime)
+end
+local fields = redis.call('HGETALL', KEYS[1])
+local lowest = nil
+local alive = false
+for i = 1, #fields, 2 do
+  local name = fields[i]
+  if string.sub(name, 1, 1) == 't' then
+    local number = tonumber(string.sub(name, 2))
+    if tonumber(fields[i + 1]) <= now then
+      redis.call('HDEL', KEYS[1], name)
+    else
+      if number == ticket then alive = true end
+      if lowest == nil or number < lowest then lowest = number end
+    end
+  end
+end
+if not alive then return {ticket, -1} end
+return {ticket, lowest}
+"""
 
-def _redis_failure(exc: BaseException) -> Optional[BaseException]:
-    """The Redis error behind ``exc`` (``issue_ticket`` wraps it in a ``LockError``), if any."""
-    seen = 0
-    while exc is not None and seen < 5:
-        if isinstance(exc, REDIS_ERRORS):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return None
+#: Gives a ticket back; the key goes when no ticket is left.
+_RELEASE = """
+redis.call('HDEL', KEYS[1], 't' .. ARGV[1])
+for _, name in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(name, 1, 1) == 't' then return 1 end
+end
+redis.call('DEL', KEYS[1])
+return 0
+"""
+#: First wait before checking a held lock again (doubles up to ``wait_time_in_seconds``).
+FIRST_WAIT = 0.005
 
 
 class ResilientRedisLockStore(RedisLockStore):
@@ -66,6 +110,11 @@ class ResilientRedisLockStore(RedisLockStore):
         # event loop for the whole socket timeout.
         self.red.connection_pool.connection_kwargs["socket_connect_timeout"] = connect_timeout
         self.local = InMemoryLockStore()
+        self._acquire_script = self.red.register_script(_ACQUIRE)
+        self._release_script = self.red.register_script(_RELEASE)
+        from bot.keys import secret_key
+
+        self._key = secret_key()
         self._down_since: Optional[float] = None
         self._next_try = 0.0
         self._wait = self.retry_seconds
@@ -118,29 +167,47 @@ class ResilientRedisLockStore(RedisLockStore):
         """
         if self.local.get_lock(conversation_id) is None and self._redis_worth_trying():
             acquired: Optional[TicketLock] = None
+            key = self._redis_key(conversation_id)
             try:
-                ticket = self.issue_ticket(conversation_id, lock_lifetime)
-                acquired = await self._acquire_lock(conversation_id, ticket, wait_time_in_seconds)
-            except LockError as exc:  # issue_ticket wraps any error in a LockError
-                cause = _redis_failure(exc)
-                if cause is None:
-                    raise  # a real lock error (the lock expired while waiting)
-                self._failed(cause)
-            except REDIS_ERRORS as exc:  # Redis went away while waiting for the lock
+                ticket = await self._take_ticket(key, conversation_id, lock_lifetime, wait_time_in_seconds)
+                acquired = TicketLock(conversation_id)
+            except REDIS_ERRORS as exc:
                 self._failed(exc)
             if acquired is not None:
                 self._succeeded()
                 try:
                     yield acquired
                 finally:
-                    self._release(conversation_id, ticket)
+                    self._release(key, ticket)
                 return
         async with self.local.lock(conversation_id, lock_lifetime, wait_time_in_seconds) as acquired_here:
             yield acquired_here
 
-    def _release(self, conversation_id: Text, ticket: int) -> None:
-        """Frees the ticket in Redis; if Redis went away meanwhile, the ticket expires there by itself."""
+    def _redis_key(self, conversation_id: Text) -> str:
+        from bot.storage.tracker_store import conversation_id as hashed
+
+        return f"{self.key_prefix}tickets:{hashed(conversation_id, self._key)}"
+
+    async def _take_ticket(self, key: str, conversation_id: Text, lifetime: float, wait: float) -> int:
+        """A ticket, once every earlier ticket of the conversation is released (or expired)."""
+        lifetime_ms = max(1, int(lifetime * 1000))
+        ticket, lowest = self._run_acquire(key, lifetime_ms, "")
+        pause = min(FIRST_WAIT, wait)
+        while lowest != ticket:
+            if lowest == -1:
+                raise LockError(f"Could not acquire lock for conversation_id '{conversation_id}'.")
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, wait)
+            ticket, lowest = self._run_acquire(key, lifetime_ms, str(ticket))
+        return ticket
+
+    def _run_acquire(self, key: str, lifetime_ms: int, ticket: str) -> Tuple[int, int]:
+        ticket_number, lowest = self._acquire_script(keys=[key], args=[lifetime_ms, ticket])
+        return int(ticket_number), int(lowest)
+
+    def _release(self, key: str, ticket: int) -> None:
+        """Gives the ticket back; if Redis went away meanwhile, the ticket expires there by itself."""
         try:
-            self.cleanup(conversation_id, ticket)
+            self._release_script(keys=[key], args=[ticket])
         except REDIS_ERRORS as exc:
             self._failed(exc)
