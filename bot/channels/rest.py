@@ -10,6 +10,8 @@ Same URL and reply format as Rasa's ``rest`` channel. Differences:
 - messages over the rate limits (``bot.channels.limits``) get a 429 with
   ``Retry-After``, except a message that signals danger, which gets the
   crisis handoff;
+- a few messages are worked on at once, the others wait their turn, and a
+  message that signals danger skips the queue (``bot.channels.admission``);
 - the message text never reaches the logs; and when processing fails, the
   visitor still gets a reply: the crisis handoff if the message signals
   danger, otherwise a calm "something went wrong".
@@ -26,6 +28,7 @@ from sanic.response import HTTPResponse
 
 from rasa.core.channels.channel import CollectingOutputChannel, InputChannel, UserMessage
 
+from bot.channels.admission import Admission, shared_admission
 from bot.channels.inbound import MAX_BODY_BYTES, MAX_CHARS, BadRequest, inbound_from_payload, parse_json_body
 from bot.channels.limits import RateLimiter
 from bot.channels.safety import emergency_turn, notice_messages, notice_text
@@ -41,8 +44,9 @@ class SafeRestInput(InputChannel):
     def name(cls) -> Text:
         return "rest"
 
-    def __init__(self, limiter: Optional[RateLimiter] = None) -> None:
+    def __init__(self, limiter: Optional[RateLimiter] = None, admission: Optional[Admission] = None) -> None:
         self.limiter = limiter or RateLimiter.from_env()
+        self.admission = admission or shared_admission()
 
     def blueprint(self, on_new_message: Callable[[UserMessage], Awaitable[Any]]) -> Blueprint:
         webhook = Blueprint("safe_rest_webhook", __name__)
@@ -87,7 +91,8 @@ class SafeRestInput(InputChannel):
                 metadata=inbound.metadata,
             )
             try:
-                await on_new_message(message)
+                async with self.admission.turn(inbound.text):
+                    await on_new_message(message)
             except asyncio.CancelledError:
                 logger.error("rest channel: message handling was cancelled (timeout)")
             except Exception as exc:  # never a 500: the visitor gets a reply

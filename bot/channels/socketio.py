@@ -117,7 +117,10 @@ class SafeSocketIOInput(InputChannel):
         cors_allowed_origins: Any = None,
         limiter: Optional[RateLimiter] = None,
     ) -> None:
+        from bot.channels.admission import shared_admission
+
         self.limiter = limiter or RateLimiter.from_env()
+        self.admission = shared_admission()
         #: socket id -> keyed hash of the client address (never the address), while connected
         self._addresses: Dict[Text, Optional[str]] = {}
         self.user_message_evt = user_message_evt
@@ -220,7 +223,8 @@ class SafeSocketIOInput(InputChannel):
                 inbound.text, output, sender, input_channel=self.name(), metadata=inbound.metadata
             )
             try:
-                await on_new_message(message)
+                async with self.admission.turn(inbound.text):
+                    await on_new_message(message)
             except Exception as exc:  # the widget must never go silent
                 logger.error("socket.io channel: message handling failed: %s", type(exc).__name__)
             if output.sent == 0:
