@@ -617,7 +617,7 @@ def default_cases() -> Path:
 
 
 @cli.command()
-@click.option("--only", multiple=True, type=click.Choice(["baseline", "project", "project2"]),
+@click.option("--only", multiple=True, type=click.Choice(["baseline", "project", "project2", "project3"]),
               help="Measure only these set-ups (repeatable). Ratios need the baseline.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default="docs/benchmarks.md", show_default=True)
 @click.option("--skip-training", is_flag=True, help="Do not time the maintainers' train and finetune commands.")

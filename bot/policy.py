@@ -55,7 +55,7 @@ _MEMO_SIZE = 20_000
 class _States:
     """The last states of one tracker (before each action) and a tracker replayed up to its end."""
 
-    __slots__ = ("domain", "consumed", "last_event", "replay", "states", "incremental")
+    __slots__ = ("domain", "consumed", "last_event", "replay", "states", "incremental", "current")
 
     def __init__(self, tracker: DialogueStateTracker, domain: Domain, keep: int) -> None:
         self.domain = domain
@@ -63,6 +63,7 @@ class _States:
         self.states: Deque[State] = deque(maxlen=keep)
         self.consumed = 0
         self.last_event: Optional[Event] = None
+        self.current: Optional[State] = None  # the state after the last event, made when first asked for
         # Rasa undoes repeated loop executions in ``applied_events``: with loops, always rebuild.
         self.incremental = not any(isinstance(e, ActiveLoop) for e in tracker.events)
         for event in tracker.applied_events():
@@ -72,8 +73,9 @@ class _States:
     def _apply(self, event: Event) -> None:
         # As Domain.states_for_tracker_history: the state before each action.
         if isinstance(event, ActionExecuted):
-            self.states.append(self.domain.get_active_state(self.replay))
+            self.states.append(self.current or self.domain.get_active_state(self.replay))
         self.replay.update(event)
+        self.current = None
 
     def _mark(self, tracker: DialogueStateTracker) -> None:
         self.consumed = len(tracker.events)
@@ -106,8 +108,10 @@ def recent_states(tracker: DialogueStateTracker, domain: Domain, last: int) -> L
     if cache is None or cache.domain is not domain or cache.states.maxlen != last - 1 or not cache.extend(tracker):
         cache = _States(tracker, domain, keep=last - 1)
         setattr(tracker, _CACHE_ATTRIBUTE, cache)
+    if cache.current is None:
+        cache.current = domain.get_active_state(cache.replay)
     states = [_copy_state(s) for s in cache.states]
-    states.append(domain.get_active_state(cache.replay))
+    states.append(_copy_state(cache.current))
     return states
 
 
