@@ -90,7 +90,10 @@ def train(force: bool, finetune: bool, skip_validation: bool) -> None:
     """
     from bot import registry
     from bot.training import FinetuneRefused, data_fingerprint, models_for, train as train_model
+    from bot.without_tensorflow import install_for_config
 
+    # The pipeline needs no TensorFlow: not importing it saves seconds of every training.
+    install_for_config(paths.project_dir() / "config.yml")
     if not force:
         existing = models_for(data_fingerprint())
         if existing:
@@ -500,6 +503,9 @@ def evaluate(model: Optional[str], cases_path: Optional[str], crisis_cases: Opti
     """
     from bot import registry
     from bot.model_eval import cross_validate, evaluate_model
+    from bot.without_tensorflow import install_for_config
+
+    install_for_config(paths.project_dir() / "config.yml")  # a model that needs TensorFlow is refused clearly
     from bot.report import comparison_text, render
     from bot.training import all_models
 
@@ -543,6 +549,9 @@ def promote(model: Optional[str], force: bool, reason: str, cases_path: Optional
     from bot import registry
     from bot.model_eval import evaluate_model
     from bot.promote import gate, hot_swap
+    from bot.without_tensorflow import install_for_config
+
+    install_for_config(paths.project_dir() / "config.yml")  # a model that needs TensorFlow is refused clearly
     from bot.report import comparison_text
     from bot.training import all_models
 

@@ -33,6 +33,43 @@ NEEDS_TENSORFLOW = (
 )
 
 
+#: Components (by their config name) that need the real TensorFlow.
+TENSORFLOW_COMPONENTS = {
+    "DIETClassifier", "ResponseSelector", "LanguageModelFeaturizer", "ConveRTFeaturizer",
+    "TEDPolicy", "UnexpecTEDIntentPolicy",
+}
+
+
+def config_needs_tensorflow(config_path: Any) -> bool:
+    """True if the model configuration may need TensorFlow.
+
+    Rasa's TensorFlow components do; this project's own (``bot.``) do not;
+    any other custom component might, so it counts as needing it too.
+    """
+    from pathlib import Path
+
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(config_path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return True
+    names = [str(entry.get("name", "")) for key in ("pipeline", "policies") for entry in config.get(key) or [] if isinstance(entry, dict)]
+    return any(n in TENSORFLOW_COMPONENTS or ("." in n and not n.startswith("bot.")) for n in names)
+
+
+def install_for_config(config_path: Any) -> bool:
+    """The stand-in for a command that trains or loads a model of ``config_path`` in this
+    process (``python -m bot train``, ``evaluate``), unless that model may need
+    TensorFlow or ``BOT_LOAD_TENSORFLOW=1``. True when it is in place."""
+    import os
+
+    if os.environ.get("BOT_LOAD_TENSORFLOW", "") == "1" or config_needs_tensorflow(config_path):
+        return False
+    sys.modules.setdefault("jax", None)  # type: ignore[arg-type]  (TensorFlow's lite module imports it if it can)
+    return install()
+
+
 def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
@@ -118,8 +155,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def install() -> bool:
     """Installs the stand-in unless TensorFlow is already imported; True when it is in place."""
-    if any(name.split(".")[0] in STUBBED for name in sys.modules if sys.modules[name] is not None
-           and not getattr(sys.modules[name], "__bot_stub__", False)):
+    loaded = list(sys.modules.items())  # a copy: imports may run meanwhile
+    if any(name.split(".")[0] in STUBBED for name, module in loaded if module is not None
+           and not getattr(module, "__bot_stub__", False)):
         return False
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())

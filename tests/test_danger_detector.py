@@ -184,3 +184,9 @@ def test_every_rule_says_what_it_catches() -> None:
     for key, rule in detector.rules.items():
         assert rule.catches.strip(), key
         assert rule.category in CRISIS_CATEGORIES, key
+
+
+def test_every_pattern_passes_spacys_schema_check() -> None:
+    """Servers skip spaCy's pattern validation at start-up (seconds); it runs here instead."""
+    checked = build_detector(validate=True)
+    assert checked.validate and checked.rules.keys() == detector.rules.keys()

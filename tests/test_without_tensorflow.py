@@ -44,3 +44,17 @@ def test_a_model_that_needs_tensorflow_is_refused_with_a_clear_message(module: s
     """)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "BOT_LOAD_TENSORFLOW=1" in result.stdout
+
+
+def test_training_and_evaluation_skip_tensorflow_only_for_configs_that_need_none(tmp_path) -> None:
+    from bot.without_tensorflow import config_needs_tensorflow
+    from tests.conftest import PROJECT
+
+    assert not config_needs_tensorflow(PROJECT / "config.yml")
+    assert config_needs_tensorflow(PROJECT / "bench" / "baseline" / "config.yml")
+    custom = tmp_path / "config.yml"
+    custom.write_text("pipeline:\n- name: WhitespaceTokenizer\n- name: some_package.MyClassifier\npolicies:\n- name: RulePolicy\n")
+    assert config_needs_tensorflow(custom), "an unknown custom component might import TensorFlow"
+    custom.write_text("pipeline:\n- name: WhitespaceTokenizer\npolicies:\n- name: TEDPolicy\n")
+    assert config_needs_tensorflow(custom)
+    assert config_needs_tensorflow(tmp_path / "missing.yml")

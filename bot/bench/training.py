@@ -40,7 +40,10 @@ def copy_project(target: Path) -> None:
     (target / "tests" / "data").mkdir(parents=True)
     for name in ("dev_cases.yml", "crisis_cases.yml"):
         shutil.copy(root / "tests" / "data" / name, target / "tests" / "data" / name)
+    # What `python -m bot build` made (the spaCy pipeline, the encoder's graph): not training.
     shutil.copytree(root / "models" / "spacy-en", target / "models" / "spacy-en")
+    if (root / "models" / "encoder").is_dir():
+        shutil.copytree(root / "models" / "encoder", target / "models" / "encoder")
 
 
 def _bot(env: Dict[str, str], *args: str) -> float:

@@ -115,7 +115,12 @@ class DangerDetector:
         normaliser: Normaliser,
         en_lemma: Callable[[str], str],
         es_lemma: Callable[[str], str],
+        validate: bool = False,
     ) -> None:
+        # spaCy checks every pattern against its schema when asked to: seconds
+        # at start-up for this rule book. The tests build it once with the
+        # checks on (tests/test_danger_detector.py); servers skip them.
+        self.validate = validate
         self.normaliser = normaliser
         self._lemma = {"en": en_lemma, "es": es_lemma}
         self._recent: "OrderedDict[str, Explanation]" = OrderedDict()
@@ -161,7 +166,7 @@ class DangerDetector:
 
     def _add_group(self, key: str, patterns: List[List[Dict[str, Any]]]) -> None:
         for pattern in patterns:
-            matcher = Matcher(self.vocab)
+            matcher = Matcher(self.vocab, validate=self.validate)
             matcher.add(key, [pattern])
             required = _required(pattern)
             entry = (required, matcher)
@@ -411,13 +416,13 @@ def spanish_lemmatiser(rule_words: Set[str]) -> Callable[[str], str]:
     return lemma
 
 
-def build_detector(directory: Optional[Path] = None) -> DangerDetector:
+def build_detector(directory: Optional[Path] = None, validate: bool = False) -> DangerDetector:
     """A detector over the rules in ``data/danger`` (or ``directory``)."""
     rule_sets = load_rule_sets(directory)
     en_lemma, vocabulary = english_lemmatiser()
     es_lemma = spanish_lemmatiser(_rule_words(rule_sets, "es"))
     normaliser = build_normaliser(load_spelling(directory), vocabulary)
-    return DangerDetector(rule_sets, normaliser, en_lemma, es_lemma)
+    return DangerDetector(rule_sets, normaliser, en_lemma, es_lemma, validate=validate)
 
 
 @lru_cache(maxsize=2)
