@@ -303,3 +303,16 @@ def test_delete_this_conversation_erases_it_and_says_so(bot_url: str, servers: D
         assert connection.execute(sa.select(sa.func.count()).select_from(conversations).where(conversations.c.id == cid)).scalar() == 0
     # the next message starts a new conversation (with the disclaimer again)
     assert customs(chat.say("hello"), "disclaimer")
+
+
+def test_events_are_stored_as_json_that_reads_back_the_same() -> None:
+    import json as std_json
+    import math
+
+    from bot.storage.tracker_store import _to_json
+
+    event = {"event": "user", "text": "¿qué? 😢", "parse_data": {"intent": {"name": "why_miss", "confidence": 0.123456789012345}}, "n": None}
+    assert std_json.loads(_to_json(event)) == event
+    assert std_json.loads(_to_json({"big": 10 ** 30}))["big"] == 10 ** 30  # beyond ujson's 64 bits
+    assert math.isnan(std_json.loads(_to_json({"x": float("nan")}))["x"])
+    assert "object" in _to_json({"odd": object()})
