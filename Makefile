@@ -28,7 +28,7 @@ help: ## List the targets
 $(STAMP): requirements.lock pyproject.toml
 	@test -n "$(PYTHON310)" || { echo "Python 3.10 not found: install it (pyenv install $(PYTHON_VERSION))"; exit 1; }
 	@test -x $(PY) || $(PYTHON310) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check "pip==24.0"
+	$(PY) -m pip install --quiet --disable-pip-version-check "pip==26.3"
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
