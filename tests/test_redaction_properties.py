@@ -45,3 +45,22 @@ def test_a_planted_phone_number_never_survives(before: str, phone: str, after: s
     redacted = default_redactor().redact(f"{before}{phone} {after}")
     digits = "".join(ch for ch in phone if ch.isdigit())[-7:]
     assert digits not in "".join(ch for ch in redacted if ch.isdigit()), (phone, redacted)
+
+
+def test_the_first_message_with_digits_does_not_wait_for_lazy_loading() -> None:
+    """The address parser and the phone metadata load with the redactor, not on a visitor's message."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, time\n"
+        "from bot.redact import default_redactor\n"
+        "r = default_redactor()\n"
+        "loaded = 'pyap' in sys.modules\n"
+        "t = time.perf_counter(); r.redact('why did i stay 9 yrs when i knew'); ms = (time.perf_counter() - t) * 1000\n"
+        "print(loaded, round(ms, 1))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded, ms = out.stdout.split()
+    assert loaded == "True"
+    assert float(ms) < 60, f"first redaction with digits took {ms} ms (lazy loading was ~190 ms)"
