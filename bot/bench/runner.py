@@ -345,9 +345,12 @@ ratios in brackets hold even though the shared machine is noisy.
 - **Load**: `bot/bench/loadgen.py`, a separate asyncio process on loopback;
   conversations of 10 realistic messages (a greeting, eight messages from the
   development set, a thank-you), a new sender per conversation. *1 visitor*:
-  6 conversations one message after another. *50 back to back*: 30 s, each
+  20 conversations (200 messages) one message after another. *50 back to back*: 30 s, each
   visitor sends its next message as soon as the reply arrives. *150 every
-  2-4 s*: 60 s, each visitor waits 2-4 s between messages. Training is from
+  2-4 s*: 60 s, each visitor waits 2-4 s between messages. Before them, three
+  conversations per server from another seed warm up what loads lazily; the
+  processes start one after another and the load time is each one's own.
+  Training is from
   scratch with empty caches. The baseline's model is kept in `var/bench/` for
   the same data, so a later run reuses it and its training time (the date it
   was measured is in the raw figures); `--retrain-baseline` trains it again.
