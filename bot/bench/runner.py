@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import random
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +23,7 @@ from typing import Callable, Dict, List, Optional
 import requests
 
 from bot import paths
+from bot.bench.loadgen import conversation, load_questions
 from bot.local_services import NginxServer, PostgresServer, RedisServer, free_port
 from bot.server import Service, actions_service, python, rasa_service
 
@@ -132,10 +134,6 @@ def warm_up(url: str, servers: int = 1, conversations: int = 3) -> None:
     Their messages come from the same development set as the measured ones,
     in other conversations (another seed), for every server and both variants.
     """
-    import random
-
-    from bot.bench.loadgen import conversation, load_questions
-
     rng, questions = random.Random(99), load_questions()
     for n in range(conversations * servers):
         for text in conversation(rng, questions):
@@ -171,12 +169,8 @@ def _server(variant: Variant, model: Path, endpoints: Path, port: int, index: in
 
 
 def measure(variant: Variant, model: Path, work: Path, action_port: int, infra: Dict[str, object], log: Log,
-            scenarios: Optional[List[str]] = None, again: bool = False) -> None:
-    """Starts the variant's servers and runs the scenarios against them.
-
-    ``again``: a second measure of the same variant, kept as ``<scenario>_again``
-    (load time and memory are not measured again).
-    """
+            scenarios: Optional[List[str]] = None) -> None:
+    """Starts the variant's servers and runs the scenarios (default: all) against them."""
     endpoints = endpoints_for(variant, work, action_port, infra)
     ports = [free_port() for _ in range(variant.servers)]
     servers = [_server(variant, model, endpoints, port, i) for i, port in enumerate(ports)]
@@ -190,20 +184,17 @@ def measure(variant: Variant, model: Path, work: Path, action_port: int, infra: 
             start = time.perf_counter()
             server.start(work).wait_ready(300)
             loads.append(round(time.perf_counter() - start, 1))
-        if not again:
-            variant.results["load_s"] = max(loads)
-            variant.results["load_each_s"] = loads
+        variant.results["load_s"] = max(loads)
+        variant.results["load_each_s"] = loads
         url = f"http://127.0.0.1:{ports[0]}"
         if len(servers) > 1:
             nginx = NginxServer(ports).start()
             url = f"http://127.0.0.1:{nginx.port}"
         warm_up(url, len(servers))
-        if not again:
-            variant.results["rss_idle_mb"] = [round(m) for s in servers for m in rss_mb(s.process.pid)]
+        variant.results["rss_idle_mb"] = [round(m) for s in servers for m in rss_mb(s.process.pid)]
         for scenario in scenarios or list(SCENARIOS):
-            variant.results[scenario + ("_again" if again else "")] = loadgen(url, scenario, log)
-        if not again:
-            variant.results["rss_mb"] = [round(m) for s in servers for m in rss_mb(s.process.pid)]
+            variant.results[scenario] = loadgen(url, scenario, log)
+        variant.results["rss_mb"] = [round(m) for s in servers for m in rss_mb(s.process.pid)]
     finally:
         if nginx:
             nginx.remove()
@@ -255,7 +246,9 @@ def run_benchmark(log: Log = print, only: Optional[List[str]] = None, reuse_base
             # A shared machine drifts over a run: the baseline's throughput is
             # measured again after the others, and the ratio is to the mean of both.
             log(f"{baseline.label}, the 50-visitor burst again:")
-            measure(baseline, models[baseline.config], work, action_port(actions), infra, log, ["burst50"], again=True)
+            again = Variant(baseline.name, baseline.label, baseline.config, baseline.credentials, stores=baseline.stores)
+            measure(again, models[baseline.config], work, action_port(actions), infra, log, ["burst50"])
+            baseline.results["burst50_again"] = again.results["burst50"]
     finally:
         actions.stop()
         for part in infra.values():

@@ -31,6 +31,7 @@ from socketio import AsyncServer
 from rasa.core.channels.channel import InputChannel, OutputChannel, UserMessage
 from rasa.core.channels.socketio import SocketBlueprint
 
+from bot.channels.admission import shared_admission
 from bot.channels.inbound import MAX_BODY_BYTES, MAX_CHARS, BadRequest, inbound_from_payload
 from bot.channels.limits import RateLimiter
 from bot.channels.safety import emergency_messages, notice_messages
@@ -117,8 +118,6 @@ class SafeSocketIOInput(InputChannel):
         cors_allowed_origins: Any = None,
         limiter: Optional[RateLimiter] = None,
     ) -> None:
-        from bot.channels.admission import shared_admission
-
         self.limiter = limiter or RateLimiter.from_env()
         self.admission = shared_admission()
         #: socket id -> keyed hash of the client address (never the address), while connected

@@ -314,23 +314,22 @@ class TopicClassifier(GraphComponent, IntentClassifier):
         n_sparse = self.features.width()
         probabilities = self._fast.proba(row, n_sparse)
         classes = self._fast.classes
-        taught = self.taught.get(taught_key(message.get(TEXT)))
-        if taught is not None and taught in self._fast.index:
-            probabilities[self._fast.index[taught]] = 1.0
-            order = np.argsort(-probabilities)
-            return [{"name": str(classes[i]), "confidence": float(probabilities[i])} for i in order]
-        unsure = probabilities.max() < self.config["fast_confidence"]
-        crisis = classes[int(np.argmax(probabilities))] == CRISIS_INTENT
-        # A crisis guess deserves the better model, unless the danger rules hand
-        # the message off anyway (then the classifier's answer is not used).
-        if (unsure or crisis) and self._full is not None and not self._rules_hand_off(message.get(TEXT)):
-            embedding = embed_message(message.get(TEXT)) * self.config["embedding_scale"]
-            probabilities = self._full.proba(row, n_sparse, embedding)
-            classes = self._full.classes
-        if not self.features.knows_a_word(message):
-            # Not one word the bot has seen ("zxqv blorp", another alphabet): whatever
-            # the character n-grams suggest, the bot should not be sure of it.
-            probabilities = probabilities * UNKNOWN_WORDS_DISCOUNT
+        taught = self._fast.index.get(self.taught.get(taught_key(message.get(TEXT))))
+        if taught is not None:  # taught word for word: answered as taught, no encoder
+            probabilities[taught] = 1.0
+        else:
+            unsure = probabilities.max() < self.config["fast_confidence"]
+            crisis = classes[int(np.argmax(probabilities))] == CRISIS_INTENT
+            # A crisis guess deserves the better model, unless the danger rules hand
+            # the message off anyway (then the classifier's answer is not used).
+            if (unsure or crisis) and self._full is not None and not self._rules_hand_off(message.get(TEXT)):
+                embedding = embed_message(message.get(TEXT)) * self.config["embedding_scale"]
+                probabilities = self._full.proba(row, n_sparse, embedding)
+                classes = self._full.classes
+            if not self.features.knows_a_word(message):
+                # Not one word the bot has seen ("zxqv blorp", another alphabet): whatever
+                # the character n-grams suggest, the bot should not be sure of it.
+                probabilities = probabilities * UNKNOWN_WORDS_DISCOUNT
         order = np.argsort(-probabilities)
         return [{"name": str(classes[i]), "confidence": float(probabilities[i])} for i in order]
 
