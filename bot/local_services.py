@@ -161,18 +161,37 @@ class RedisServer(_Daemon):
 
 
 class NginxServer(_Daemon):
-    """nginx in the foreground with a generated config: round-robin over upstream ports."""
+    """nginx in the foreground with a generated config over upstream ports.
+
+    ``balance`` is "round-robin" (any server takes any message) or
+    "conversation": as in deploy/nginx/bot.conf, a consistent hash of the
+    X-Conversation-Id header sends a conversation's messages to one server,
+    which then has its tracker cached instead of reading what another
+    server wrote. Requests without the header are spread at random.
+    """
 
     name = "nginx"
 
-    def __init__(self, upstream_ports: Sequence[int], port: Optional[int] = None) -> None:
+    def __init__(self, upstream_ports: Sequence[int], port: Optional[int] = None,
+                 balance: str = "round-robin") -> None:
         super().__init__()
+        if balance not in ("round-robin", "conversation"):
+            raise ValueError(f"unknown balance {balance!r}")
         self.port = port or free_port()
         self.upstream_ports = list(upstream_ports)
+        self.balance = balance
 
     def config(self) -> str:
         servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in self.upstream_ports)
         root = self.root
+        affinity_map = affinity = ""
+        if self.balance == "conversation":
+            affinity_map = """  map $http_x_conversation_id $bot_affinity {
+    "" $request_id;
+    default $http_x_conversation_id;
+  }
+"""
+            affinity = "    hash $bot_affinity consistent;\n"
         return f"""daemon off;
 worker_processes 1;
 pid {root}/nginx.pid;
@@ -186,8 +205,8 @@ http {{
   uwsgi_temp_path {root}/uwsgi;
   scgi_temp_path {root}/scgi;
   client_max_body_size 64k;
-  upstream rasa {{
-{servers}
+{affinity_map}  upstream rasa {{
+{affinity}{servers}
     keepalive 32;
   }}
   server {{
@@ -201,6 +220,8 @@ http {{
       # A message is sent again to the other server only when the first
       # one could not be reached (nothing was processed there).
       proxy_next_upstream error;
+      # Which server answered (the tests check that a conversation stays on one).
+      add_header X-Upstream $upstream_addr always;
     }}
   }}
 }}

@@ -1,11 +1,13 @@
 """Scale-out on real engines: two Rasa servers behind nginx, PostgreSQL tracker store, Redis lock store.
 
-50 conversations of 10 messages run at once through nginx's round-robin, so
-consecutive messages of one conversation land on different servers. Every
-reply must be right, every conversation must be complete and in order in
-PostgreSQL, and killing one server with SIGKILL in the middle must lose no
-message that a visitor saw answered (a message whose request failed is sent
-again, as the widget does).
+50 conversations of 10 messages run at once through nginx, twice: with
+round-robin, so consecutive messages of one conversation land on different
+servers, and with deploy/'s balance, where a consistent hash of the
+X-Conversation-Id header keeps each conversation on one server until that
+server dies. Every reply must be right, every conversation must be complete
+and in order in PostgreSQL, and killing one server with SIGKILL in the
+middle must lose no message that a visitor saw answered (a message whose
+request failed is sent again, as the widget does).
 """
 from __future__ import annotations
 
@@ -37,8 +39,9 @@ TEXTS = {"why do i miss him": "why_miss", "what is a trauma bond": "trauma_bond"
 CRISIS_TEXT = "he has a gun"
 
 
-@pytest.fixture(scope="module")
-def cluster(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
+@pytest.fixture(scope="module", params=["round-robin", "conversation"])
+def cluster(request: pytest.FixtureRequest, model_path: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
     work = tmp_path_factory.mktemp("scale")
     postgres = PostgresServer().start()
     redis = RedisServer().start()
@@ -56,8 +59,9 @@ def cluster(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         actions.wait_ready()
         for server in servers:
             server.wait_ready()
-        nginx = NginxServer(ports).start()
-        yield {"url": f"http://127.0.0.1:{nginx.port}", "servers": servers, "postgres": postgres}
+        nginx = NginxServer(ports, balance=request.param).start()
+        yield {"url": f"http://127.0.0.1:{nginx.port}", "servers": servers, "postgres": postgres,
+               "balance": request.param, "ports": ports}
     finally:
         if nginx:
             nginx.remove()
@@ -90,10 +94,13 @@ async def converse(session: aiohttp.ClientSession, url: str, sender: str, rng: r
         for attempt in range(20):
             try:
                 async with session.post(f"{url}/webhooks/rest/webhook", json={"sender": sender, "message": text},
+                                        headers={"X-Conversation-Id": sender},  # as the widget sends it
                                         timeout=aiohttp.ClientTimeout(total=60)) as response:
                     if response.status == 200:
                         replies = await response.json()
                         log["acknowledged"].append((sender, text))
+                        if "killing" not in log:
+                            log["served_by"].setdefault(sender, set()).add(response.headers.get("X-Upstream"))
                         if not right_reply(replies, expected):
                             log["wrong"].append((sender, text, replies))
                         break
@@ -135,15 +142,17 @@ def without_retried_repeats(stored: List[str], retried: set, sender: str) -> Lis
 
 
 def test_two_servers_behind_nginx_share_every_conversation_and_survive_a_kill(cluster: Dict[str, Any]) -> None:
+    """Both balances: any server can take any message, and a kill loses nothing acknowledged."""
     senders = [f"scale-{uuid.uuid4().hex[:12]}" for _ in range(CONVERSATIONS)]
     log: Dict[str, Any] = {"acknowledged": [], "wrong": [], "failed": [], "gave_up": [], "retried": set(),
-                           "sent": {s: [] for s in senders}}
+                           "sent": {s: [] for s in senders}, "served_by": {}}
     victim = cluster["servers"][0]
 
     def kill_when_a_third_is_done() -> None:
         deadline = time.monotonic() + 120
         while len(log["acknowledged"]) < CONVERSATIONS * MESSAGES // 3 and time.monotonic() < deadline:
             time.sleep(0.05)
+        log["killing"] = True
         victim.stop(sig=signal.SIGKILL)
         log["killed_after"] = len(log["acknowledged"])
 
@@ -158,8 +167,17 @@ def test_two_servers_behind_nginx_share_every_conversation_and_survive_a_kill(cl
     assert not log["gave_up"], f"messages never answered: {log['gave_up'][:5]}"
     assert not log["wrong"], f"wrong replies: {log['wrong'][:3]}"
     assert len(log["acknowledged"]) == CONVERSATIONS * MESSAGES
+    upstreams = {f"127.0.0.1:{p}" for p in cluster["ports"]}
+    served = [by for by in log["served_by"].values()]
+    assert set().union(*served) == upstreams, f"both servers should have answered: {set().union(*served)}"
+    if cluster["balance"] == "conversation":
+        # Until the kill, each conversation stayed on one server.
+        assert all(len(by) == 1 for by in served), [by for by in served if len(by) > 1][:3]
+    else:
+        # Only about three messages each before the kill: many, not all, saw both servers.
+        assert sum(len(by) > 1 for by in served) >= CONVERSATIONS // 5, "round-robin should spread conversations"
     for sender in senders:
         stored = stored_user_texts(cluster["postgres"], sender)
         assert without_retried_repeats(stored, log["retried"], sender) == log["sent"][sender], sender
-    print(f"\n{CONVERSATIONS}x{MESSAGES} messages in {elapsed:.1f} s; one server killed after "
+    print(f"\n{cluster['balance']}: {CONVERSATIONS}x{MESSAGES} messages in {elapsed:.1f} s; one server killed after "
           f"{log['killed_after']} answers; {len(log['failed'])} failed requests were sent again")

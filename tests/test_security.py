@@ -111,7 +111,9 @@ def post_from(bot_url: str, origin: str) -> requests.Response:
 
 def preflight_from(bot_url: str, origin: str) -> requests.Response:
     return requests.options(f"{bot_url}/webhooks/rest/webhook", timeout=30, headers={
-        "Origin": origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"})
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        # What the widget sends: the conversation id header is for the load balancer.
+        "Access-Control-Request-Headers": "content-type,x-conversation-id"})
 
 
 @pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://127.0.0.1:1", "http://127.0.0.1.evil.example"])
@@ -125,7 +127,10 @@ def test_an_origin_given_to_the_server_gets_the_cors_header(bot_url: str, server
     assert origins and "*" not in origins
     for origin in origins:
         assert post_from(bot_url, origin).headers.get("Access-Control-Allow-Origin") == origin
-        assert preflight_from(bot_url, origin).headers.get("Access-Control-Allow-Origin") == origin
+        allowed = preflight_from(bot_url, origin).headers
+        assert allowed.get("Access-Control-Allow-Origin") == origin
+        assert {"content-type", "x-conversation-id"} <= {
+            h.strip().lower() for h in allowed.get("Access-Control-Allow-Headers", "").split(",")}, dict(allowed)
 
 
 def test_the_web_apps_origin_may_call_the_rest_webhook(bot_url: str, web_url: str) -> None:

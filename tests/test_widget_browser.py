@@ -211,3 +211,21 @@ def test_usable_at_320px_and_screenshots(browser, web_url: str) -> None:  # noqa
             page.locator(".cw-crisis").scroll_into_view_if_needed()
             page.screenshot(path=str(SCREENSHOTS / f"crisis-{width}.png"))
         context.close()
+
+
+
+def test_over_rest_the_widget_sends_its_conversation_id_for_the_load_balancer(page, web_url: str, bot_url: str) -> None:
+    """The demo page with the WebSocket refused: the widget falls back to REST, a real
+    cross-origin request to the bot, and CORS lets its X-Conversation-Id header through
+    (deploy/'s nginx keeps a conversation on one server by it)."""
+    page.route_web_socket("**/socket.io/**", lambda ws: ws.close())
+    sent = []
+    page.on("request", lambda request: sent.append(request)
+            if request.url == f"{bot_url}/webhooks/rest/webhook" and request.method == "POST" else None)
+    open_chat(page, web_url)
+    send(page, "why do i miss him")
+    page.wait_for_selector(".cw-source")
+    assert "Why Do I Miss Someone Who Hurt Me?" in page.inner_text(".cw-source")
+    assert sent, "the widget did not fall back to REST"
+    header = sent[0].headers.get("x-conversation-id")
+    assert header and header == json.loads(sent[0].post_data)["sender"]

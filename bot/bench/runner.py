@@ -45,7 +45,8 @@ class Variant:
     label: str
     config: Path
     credentials: Path
-    servers: int = 1  # more than one: each its own process, behind nginx (round-robin per request)
+    servers: int = 1  # more than one: each its own process, behind nginx
+    balance: str = "conversation"  # nginx: "conversation" (deploy/'s hash) or "round-robin"
     # "project" (SQLite tracker store), "memory" (stock), "scaled" (PostgreSQL + Redis),
     # "shared" (one SQLite file for all the processes + Redis)
     stores: str = "project"
@@ -188,7 +189,7 @@ def measure(variant: Variant, model: Path, work: Path, action_port: int, infra: 
         variant.results["load_each_s"] = loads
         url = f"http://127.0.0.1:{ports[0]}"
         if len(servers) > 1:
-            nginx = NginxServer(ports).start()
+            nginx = NginxServer(ports, balance=variant.balance).start()
             url = f"http://127.0.0.1:{nginx.port}"
         warm_up(url, len(servers))
         variant.results["rss_idle_mb"] = [round(m) for s in servers for m in rss_mb(s.process.pid)]
@@ -360,10 +361,12 @@ ratios in brackets hold even though the shared machine is noisy.
 - **This bot**: `config.yml` and the project's channels and redacting SQL
   tracker store: one process with a SQLite file (what `make run` starts); the
   scale-out layout of `deploy/` on one machine: two Rasa processes behind
-  nginx (round-robin per request), sharing PostgreSQL and the Redis lock
-  store; and three processes behind nginx sharing one SQLite file and the
-  Redis lock store (each process waits for SQLite and Redis part of the
-  time, so a third one keeps two cores busy). The per-conversation rate limit
+  nginx, sharing PostgreSQL and the Redis lock store; and three processes
+  behind nginx sharing one SQLite file and the Redis lock store. nginx
+  balances as `deploy/nginx/bot.conf` does: a consistent hash of the
+  X-Conversation-Id header the widget sends (and the load generator) keeps
+  a conversation on one server. A third process keeps the two cores busy
+  while the others wait for SQLite and Redis. The per-conversation rate limit
   is off for the benchmark (its visitors write faster than a person types).
 - **Load**: `bot/bench/loadgen.py`, a separate asyncio process on loopback;
   conversations of 10 realistic messages (a greeting, eight messages from the

@@ -457,7 +457,9 @@
       try {
         const res = await fetch(this.serverUrl.replace(/\/+$/, '') + '/webhooks/rest/webhook', {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
+          // The conversation id again, for the load balancer: behind several
+          // servers, a conversation stays on the one that has it in memory.
+          headers: { 'Content-Type': 'application/json', 'X-Conversation-Id': this.senderId },
           body: JSON.stringify({ sender: this.senderId, message, metadata: { region: this.config.region } }),
           credentials: 'omit',
           cache: 'no-store',
