@@ -10,8 +10,10 @@ training, same rules, same contradiction checks, same name in the events),
 with two caches:
 
 - which rules can apply depends only on the last few states (as many as the
-  longest rule has) and only on the features the rules mention, so only
-  those states are made, and the answer is remembered for those features;
+  longest rule has), so only those states are made; which rules fit the
+  last state depends only on the features the rules mention, so that is
+  remembered for those features, and the few rules left are checked
+  against the earlier states;
 - those states are kept with the conversation's tracker and brought up to
   date with the events appended since the last prediction, instead of being
   rebuilt from the start; an event that rewrites history (restart, new
@@ -127,7 +129,7 @@ class RulePolicy(RasaRulePolicy):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._possible_keys: "OrderedDict[Tuple[int, Text], Set[Text]]" = OrderedDict()
+        self._possible_keys: "OrderedDict[Tuple[int, Text], FrozenSet[Text]]" = OrderedDict()
         self._depths: Dict[int, Tuple[Dict[Text, Text], int, FrozenSet[Tuple[Text, Text]]]] = {}
         self._training = False
 
@@ -192,20 +194,29 @@ class RulePolicy(RasaRulePolicy):
         if self._training or not lookup:
             return super()._get_possible_keys(lookup, states)
         # RulePolicy._is_rule_applicable is True for every turn beyond a rule's
-        # length, so only the last `depth` states decide the result; and of
-        # each state, only the features some rule looks at (the message's
-        # text, say, is in no rule) and whether each part is there at all.
+        # length, so only the last `depth` states decide the result. Rasa
+        # filters every rule by the last state, then what is left by the state
+        # before, and so on. The first filter (over all rules) depends only on
+        # the features of the last state that some rule looks at (the message's
+        # text, say, is in no rule) and whether each part is there at all: it
+        # is remembered for them. What it leaves is a few rules, filtered by
+        # the earlier states as Rasa does. (Remembering whole tails missed one
+        # time in seven: they combine the last few messages' intents.)
         depth, used = self._shape(lookup)
         tail = states[-depth:]
-        seen = [
-            {kind: {n: v for n, v in sub.items() if (kind, n) in used} or {"": True} for kind, sub in state.items() if sub}
-            for state in tail
-        ]
+        if not tail:
+            return set(lookup)
+        last = tail[-1]
+        seen = {kind: {n: v for n, v in sub.items() if (kind, n) in used} or {"": True} for kind, sub in last.items() if sub}
         key = (id(lookup), json.dumps(seen, sort_keys=True, default=str))
-        found = self._possible_keys.get(key)
-        if found is None:
-            found = super()._get_possible_keys(lookup, tail)
-            self._possible_keys[key] = found
+        possible = self._possible_keys.get(key)
+        if possible is None:
+            possible = frozenset(k for k in lookup if self._is_rule_applicable(k, 0, last))
+            self._possible_keys[key] = possible
             if len(self._possible_keys) > _MEMO_SIZE:
                 self._possible_keys.popitem(last=False)
-        return set(found)
+        for turn, state in enumerate(reversed(tail[:-1]), start=1):
+            if not possible:
+                break
+            possible = [k for k in possible if self._is_rule_applicable(k, turn, state)]
+        return set(possible)
