@@ -49,8 +49,10 @@ rasa)
     # With --enable-api Rasa starts without a model if the path is wrong: refuse instead.
     [ -f "$model" ] || { echo "bot-entrypoint: model $model not found" >&2; exit 66; }
     origins="$(printf '%s' "$BOT_ALLOWED_ORIGINS" | tr ',' ' ')"
+    # bot.rasa_main is "rasa" started lighter (no TensorFlow, memory given back,
+    # the model out of the garbage collector's way), as make run and make bench start it.
     # shellcheck disable=SC2086  # one --cors argument per origin
-    exec python -m rasa run \
+    exec python -m bot.rasa_main run \
         --model "$model" \
         --endpoints "${RASA_ENDPOINTS:-deploy/endpoints.yml}" \
         --credentials credentials.yml \
