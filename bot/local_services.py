@@ -181,9 +181,23 @@ class NginxServer(_Daemon):
         self.upstream_ports = list(upstream_ports)
         self.balance = balance
 
+    def main_context(self) -> str:
+        """nginx.conf up to the inside of ``http {``: everything nginx writes goes below ``root``."""
+        root = self.root
+        return f"""daemon off;
+worker_processes 1;
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  client_body_temp_path {root}/body;
+  proxy_temp_path {root}/proxy;
+  fastcgi_temp_path {root}/fastcgi;
+  uwsgi_temp_path {root}/uwsgi;
+  scgi_temp_path {root}/scgi;"""
+
     def config(self) -> str:
         servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in self.upstream_ports)
-        root = self.root
         affinity_map = affinity = ""
         if self.balance == "conversation":
             affinity_map = """  map $http_x_conversation_id $bot_affinity {
@@ -192,18 +206,8 @@ class NginxServer(_Daemon):
   }
 """
             affinity = "    hash $bot_affinity consistent;\n"
-        return f"""daemon off;
-worker_processes 1;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
+        return f"""{self.main_context()}
   access_log off;
-  client_body_temp_path {root}/body;
-  proxy_temp_path {root}/proxy;
-  fastcgi_temp_path {root}/fastcgi;
-  uwsgi_temp_path {root}/uwsgi;
-  scgi_temp_path {root}/scgi;
   client_max_body_size 64k;
 {affinity_map}  upstream rasa {{
 {affinity}{servers}

@@ -76,21 +76,7 @@ class DeployNginx(NginxServer):
         conf = conf.replace("/etc/nginx/tls/", f"{self.root}/")
         conf = conf.replace("/var/log/nginx/", f"{self.root}/")
         conf = conf.replace("/var/www/certbot", str(self.root))
-        root = self.root
-        return f"""daemon off;
-worker_processes 1;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-  client_body_temp_path {root}/body;
-  proxy_temp_path {root}/proxy;
-  fastcgi_temp_path {root}/fastcgi;
-  uwsgi_temp_path {root}/uwsgi;
-  scgi_temp_path {root}/scgi;
-{conf}
-}}
-"""
+        return f"{self.main_context()}\n{conf}\n}}\n"
 
     def start(self) -> "DeployNginx":
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
