@@ -6,6 +6,7 @@
   TensorFlow's lite module imports if it can, is hidden either way.
 - One BLAS thread per process: the sentence encoder multiplies small
   matrices, where a second thread only fights the other workers for the cores.
+- No Sanic access-log records (built for every request, addresses included).
 - Freed memory is given back to the system after the model has loaded and
   then once a minute, and the loaded model is kept out of the garbage
   collector's full collections (``bot.memory``: they took 260-300 ms each).
@@ -20,6 +21,10 @@ import sys
 def main() -> None:
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
+    # Sanic builds an access-log record (with the visitor's address) for every
+    # request even when nothing prints it: 1 % of a message. nginx logs requests
+    # without addresses; set SANIC_ACCESS_LOG=true to have them here too.
+    os.environ.setdefault("SANIC_ACCESS_LOG", "false")
     sys.modules.setdefault("jax", None)  # type: ignore[arg-type]  ("import jax" now raises ImportError)
     if os.environ.get("BOT_LOAD_TENSORFLOW", "") != "1":
         from bot.without_tensorflow import install

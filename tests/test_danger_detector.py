@@ -190,3 +190,34 @@ def test_every_pattern_passes_spacys_schema_check() -> None:
     """Servers skip spaCy's pattern validation at start-up (seconds); it runs here instead."""
     checked = build_detector(validate=True)
     assert checked.validate and checked.rules.keys() == detector.rules.keys()
+
+
+def _dev_texts() -> List[str]:
+    from bot.bench.loadgen import load_questions
+
+    return load_questions()
+
+
+def test_indexed_patterns_find_what_running_every_pattern_finds() -> None:
+    """The anchor index only skips patterns that cannot match: the same matches as trying them all."""
+    detector = load_detector()
+    everything = [entry for entries in detector.anchors.values() for entry in entries] + list(detector.always)
+    unique = list({id(e): e for e in everything}.values())
+    for text in _dev_texts():
+        words, _ = detector.normaliser.tokens(text)
+        doc = detector.doc(words[:300])
+        brute = sorted(m for _, matcher in unique for m in matcher(doc))
+        assert sorted(detector._matches(doc)) == brute, text
+
+
+def test_a_message_tries_few_of_the_patterns() -> None:
+    """Patterns hang on uncommon words: anchored on "not" or "me", a message tried 195 of them."""
+    detector = load_detector()
+    tried = []
+    for text in _dev_texts():
+        words, _ = detector.normaliser.tokens(text)
+        doc = detector.doc(words[:300])
+        present = {(attr, getattr(t, name)) for t in doc for attr, name in
+                   (("NORM", "norm_"), ("LEMMA", "lemma_"), ("LOWER", "lower_"))}
+        tried.append(len({id(e) for v in present for e in detector.anchors.get(v, ())}))
+    assert sum(tried) / len(tried) < 80, sum(tried) / len(tried)

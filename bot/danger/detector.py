@@ -22,6 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import spacy
 import spacy_lookups_data
+from spacy.lang.en.stop_words import STOP_WORDS as EN_STOP_WORDS
+from spacy.lang.es.stop_words import STOP_WORDS as ES_STOP_WORDS
 from spacy.lookups import load_lookups
 from spacy.matcher import Matcher
 from spacy.tokens import Doc
@@ -58,6 +60,7 @@ ATTR = {"en": "NORM", "es": "LEMMA"}
 WINDOW = 300  # words per matching window on very long messages
 OVERLAP = 40
 NEGATION_REACH = 4  # words before a match where a "not" cancels a negatable rule
+_COMMON_WORDS = frozenset(EN_STOP_WORDS) | frozenset(ES_STOP_WORDS)  # poor anchors (see _anchor_cost)
 EXCEPT = ":except"
 FIGURES = ":figures"
 _CLITICS = ("selo", "sela", "melo", "mela", "telo", "tela", "nos", "los", "las", "les", "me", "te", "se", "lo", "la", "le")
@@ -173,7 +176,7 @@ class DangerDetector:
             if not required:
                 self.always.append(entry)
                 continue
-            anchor = min(required, key=len)
+            anchor = min(required, key=_anchor_cost)
             for value in anchor:
                 self.anchors.setdefault(value, []).append(entry)
 
@@ -308,6 +311,18 @@ class DangerDetector:
             categories=tuple(categories),
             rule_ids=tuple(sorted({h.rule.id for h in hits})),
         )
+
+
+def _anchor_cost(values: Set[Tuple[str, str]]) -> Tuple[int, int]:
+    """How often a required word is likely to be in a message: common words first, then alternatives.
+
+    A pattern is indexed by one of the words it cannot do without; any one of
+    them gives the same matches, but the rarer it is, the fewer patterns a
+    message has to try. Anchored on the word with the fewest alternatives,
+    a pattern often hung on "not", "me" or "my": a dev-set message tried 195
+    patterns to match 2. With common words (spaCy's stop words) avoided, 41.
+    """
+    return sum(value in _COMMON_WORDS for _, value in values), len(values)
 
 
 def _required(pattern: List[Dict[str, Any]]) -> List[Set[Tuple[str, str]]]:
