@@ -198,18 +198,18 @@ http {{
 
     def config(self) -> str:
         servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in self.upstream_ports)
-        affinity_map = affinity = ""
+        conversation_map = affinity = ""
         if self.balance == "conversation":
-            affinity_map = """  map $http_x_conversation_id $bot_affinity {
+            conversation_map = """  map $http_x_conversation_id $bot_conversation {
     "" $request_id;
     default $http_x_conversation_id;
   }
 """
-            affinity = "    hash $bot_affinity consistent;\n"
+            affinity = "    hash $bot_conversation consistent;\n"
         return f"""{self.main_context()}
   access_log off;
   client_max_body_size 64k;
-{affinity_map}  upstream rasa {{
+{conversation_map}  upstream rasa {{
 {affinity}{servers}
     keepalive 32;
   }}

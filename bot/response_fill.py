@@ -17,43 +17,35 @@ from typing import Any, Dict, Optional, Text, Tuple
 
 _INSTALLED = False
 _original: Any = None
-_IMMUTABLE = (str, int, float, bool, type(None))
-# id(response in the domain) -> (that response, whether a string in it has a brace)
-_has_braces: Dict[int, Tuple[Any, bool]] = {}
+_IMMUTABLE = (int, float, bool, type(None))
+
+
+def copy_noting_braces(value: Any) -> Tuple[Any, bool]:
+    """A deep copy of YAML/JSON-like data (faster than ``copy.deepcopy`` for it), and whether
+    some string in it holds "{" or "}": only then can Rasa's interpolation change it.
+
+    Anything else is deep-copied and counted as possibly holding a placeholder.
+    """
+    kind = type(value)
+    if kind is str:
+        return value, "{" in value or "}" in value
+    if kind is dict:
+        out, braces = {}, False
+        for key, item in value.items():
+            out[key], found = copy_noting_braces(item)
+            braces = braces or found
+        return out, braces
+    if kind is list:
+        items = [copy_noting_braces(item) for item in value]
+        return [item for item, _ in items], any(found for _, found in items)
+    if kind in _IMMUTABLE:
+        return value, False
+    return copy.deepcopy(value), True
 
 
 def plain_copy(value: Any) -> Any:
     """A deep copy of YAML/JSON-like data, faster than ``copy.deepcopy`` for it."""
-    kind = type(value)
-    if kind is dict:
-        return {k: plain_copy(v) for k, v in value.items()}
-    if kind is list:
-        return [plain_copy(v) for v in value]
-    if kind in _IMMUTABLE:
-        return value
-    return copy.deepcopy(value)
-
-
-def has_braces(value: Any) -> bool:
-    """True when some string in ``value`` holds "{" or "}" (Rasa's interpolation may change it)."""
-    if isinstance(value, str):
-        return "{" in value or "}" in value
-    if isinstance(value, dict):
-        return any(has_braces(v) for v in value.values())
-    if isinstance(value, list):
-        return any(has_braces(v) for v in value)
-    return False
-
-
-def _needs_filling(response: Any) -> bool:
-    known = _has_braces.get(id(response))
-    if known is not None and known[0] is response:
-        return known[1]
-    answer = has_braces(response)
-    if len(_has_braces) > 10_000:  # a domain has far fewer responses: something else is passing dicts
-        _has_braces.clear()
-    _has_braces[id(response)] = (response, answer)
-    return answer
+    return copy_noting_braces(value)[0]
 
 
 def install() -> None:
@@ -75,10 +67,8 @@ def install() -> None:
         chosen = self._random_response_for(utter_action, output_channel, filled_slots)
         if chosen is None:
             return None
-        response = plain_copy(chosen)
-        if _needs_filling(chosen):
-            return self._fill_response(response, filled_slots, **kwargs)
-        return response
+        response, braces = copy_noting_braces(chosen)
+        return self._fill_response(response, filled_slots, **kwargs) if braces else response
 
     TemplatedNaturalLanguageGenerator.generate_from_slots = generate_from_slots  # type: ignore[assignment]
     _INSTALLED = True
