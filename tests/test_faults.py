@@ -474,6 +474,58 @@ def test_an_expired_ticket_does_not_block_the_conversation(redis_server: RedisSe
     assert 0.2 < waited < 2.0, waited
 
 
+def test_a_waiting_ticket_outlives_a_crashed_holder_with_the_same_lifetime(redis_server: RedisServer) -> None:
+    """A server that waits behind a dead server's ticket is alive: its own ticket must not expire meanwhile.
+
+    Both tickets have the same lifetime and the waiter came a little later,
+    so the dead ticket expires first; the waiter, checking at longer and
+    longer intervals, must then hold the lock, not get a LockError (the
+    visitor would only see "something went wrong").
+    """
+    first, second = _two_servers_stores(redis_server, 7)
+    key = first._redis_key("crashed holder")
+    lifetime = 0.6
+    ticket, lowest = first._run_acquire(key, int(lifetime * 1000), "")  # taken by a server that then dies
+    assert lowest == ticket
+
+    async def after_the_crash() -> float:
+        await asyncio.sleep(0.1)  # the visitor's retry reaches the other server
+        start = time.monotonic()
+        async with second.lock("crashed holder", lock_lifetime=lifetime, wait_time_in_seconds=1):
+            return time.monotonic() - start
+
+    waited = asyncio.run(after_the_crash())
+    assert 0.4 < waited < 1.5, waited
+    assert redis.Redis(port=redis_server.port, db=7).keys("*") == [], "the ticket was given back"
+
+
+def test_a_waiter_whose_ticket_ran_out_anyway_takes_a_new_one(redis_server: RedisServer) -> None:
+    """If the waiting server stalled for a whole lifetime, it queues again instead of failing the turn."""
+    first, second = _two_servers_stores(redis_server, 8)
+    client = redis.Redis(port=redis_server.port, db=8)
+    key = first._redis_key("stalled waiter")
+    holder, _ = first._run_acquire(key, 10_000, "")
+
+    async def stall_then_release() -> None:
+        await asyncio.sleep(0.2)
+        waiting = [f for f in client.hkeys(key) if f.startswith(b"t") and f != f"t{holder}".encode()]
+        assert waiting, "the second server is not waiting"
+        client.hdel(key, *waiting)  # as if its ticket had run out during a stall
+        await asyncio.sleep(0.1)
+        first._release(key, holder)
+
+    async def waiter() -> bool:
+        async with second.lock("stalled waiter", lock_lifetime=5, wait_time_in_seconds=0.05):
+            return True
+
+    async def main() -> bool:
+        got, _ = await asyncio.gather(waiter(), stall_then_release())
+        return got
+
+    assert asyncio.run(main())
+    assert client.keys("*") == [], "every ticket was given back"
+
+
 def test_redis_holds_no_conversation_id_and_two_round_trips_a_message(redis_server: RedisServer) -> None:
     first, _ = _two_servers_stores(redis_server, 6)
     client = redis.Redis(port=redis_server.port, db=6)

@@ -10,6 +10,13 @@ ticket lock with expiring tickets, two round trips, and keys made from a
 keyed hash of the conversation id (as in the tracker store), so Redis holds
 no sender id either.
 
+A ticket lifetime (``TICKET_LOCK_LIFETIME``) is there for a server that died
+holding a lock. Rasa counts it from when the ticket was taken, so a message
+waiting behind a dead server's ticket, taken a moment later with the same
+lifetime, could run out before it got the lock, and the turn failed. Here
+each check renews the waiting ticket, and the holder's lifetime counts from
+when it got the lock.
+
 Rasa's ``RedisLockStore`` also raises on every message when Redis cannot be
 reached: no message is processed at all (the channels then send only their
 last-resort reply). This one falls back to a lock in this process, logs it
@@ -52,6 +59,8 @@ REDIS_ERRORS = (RedisError, OSError)
 
 #: Takes a ticket (ARGV[2] empty) or checks one: returns {ticket, lowest live ticket},
 #: lowest -1 if the ticket itself expired. Expired tickets are dropped on the way.
+#: A ticket that is checked and still alive gets its whole lifetime again: the
+#: server waiting with it is alive, and only a dead server's ticket may run out.
 #: The hash holds "next" (the ticket counter) and "t<n>" -> expiry in ms.
 _ACQUIRE = """
 local clock = redis.call('TIME')
@@ -61,7 +70,6 @@ local ticket = tonumber(ARGV[2])
 if not ticket then
   ticket = redis.call('HINCRBY', KEYS[1], 'next', 1)
   redis.call('HSET', KEYS[1], 't' .. ticket, now + lifetime)
-  redis.call('PEXPIRE', KEYS[1], lifetime)
 end
 local fields = redis.call('HGETALL', KEYS[1])
 local lowest = nil
@@ -79,6 +87,8 @@ for i = 1, #fields, 2 do
   end
 end
 if not alive then return {ticket, -1} end
+redis.call('HSET', KEYS[1], 't' .. ticket, now + lifetime)
+if redis.call('PTTL', KEYS[1]) < lifetime then redis.call('PEXPIRE', KEYS[1], lifetime) end
 return {ticket, lowest}
 """
 
@@ -93,6 +103,8 @@ return 0
 """
 #: First wait before checking a held lock again (doubles up to ``wait_time_in_seconds``).
 FIRST_WAIT = 0.005
+#: How many times a waiting server takes a new ticket when its own ran out.
+RETAKES = 2
 
 
 class ResilientRedisLockStore(RedisLockStore):
@@ -189,15 +201,28 @@ class ResilientRedisLockStore(RedisLockStore):
         return f"{self.key_prefix}tickets:{hashed(conversation_id, self._key)}"
 
     async def _take_ticket(self, key: str, conversation_id: Text, lifetime: float, wait: float) -> int:
-        """A ticket, once every earlier ticket of the conversation is released (or expired)."""
+        """A ticket, once every earlier ticket of the conversation is released (or expired).
+
+        Each check renews the waiting ticket, and the checks come at least
+        three times a lifetime, so it cannot run out while this server waits.
+        If it ran out all the same (the event loop or Redis stalled for a
+        whole lifetime), a new ticket is taken, at most ``RETAKES`` times.
+        """
         lifetime_ms = max(1, int(lifetime * 1000))
+        longest_pause = max(0.001, min(wait, lifetime / 3))
         ticket, lowest = self._run_acquire(key, lifetime_ms, "")
-        pause = min(FIRST_WAIT, wait)
+        pause = min(FIRST_WAIT, longest_pause)
+        retakes = 0
         while lowest != ticket:
             if lowest == -1:
-                raise LockError(f"Could not acquire lock for conversation_id '{conversation_id}'.")
+                if retakes == RETAKES:
+                    raise LockError(f"Could not acquire lock for conversation_id '{conversation_id}'.")
+                retakes += 1
+                logger.warning("a conversation's lock ticket expired while it waited: taking a new one")
+                ticket, lowest = self._run_acquire(key, lifetime_ms, "")
+                continue
             await asyncio.sleep(pause)
-            pause = min(pause * 2, wait)
+            pause = min(pause * 2, longest_pause)
             ticket, lowest = self._run_acquire(key, lifetime_ms, str(ticket))
         return ticket
 
