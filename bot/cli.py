@@ -99,9 +99,10 @@ def train(force: bool, finetune: bool, skip_validation: bool) -> None:
         if existing:
             click.echo(f"a model for the current data exists: {existing[0]} (use --force to train again)")
             return
+    checked = None
     if not skip_validation:
         click.echo("1/2 validating the data ...")
-        validate_data()
+        checked = validate_data()
     base = None
     if finetune:
         base = registry.serving_model()
@@ -109,17 +110,19 @@ def train(force: bool, finetune: bool, skip_validation: bool) -> None:
             _fail("nothing to finetune: no model yet; train without --finetune")
     click.echo("2/2 training ...")
     try:
-        model = train_model(finetune_from=base, log=click.echo)
+        model = train_model(finetune_from=base, log=click.echo, importer=checked)
     except FinetuneRefused as exc:
         _fail(str(exc))
     click.echo(str(model))
 
 
-def validate_data() -> None:
-    """rasa data validate (warnings fail) and the project's own checks; exits on failure."""
-    import subprocess
+def validate_data() -> Any:
+    """rasa data validate (warnings fail) and the project's own checks; exits on failure.
 
+    Returns the data Rasa read (its importer), for the training to reuse.
+    """
     from bot.build import stale_files
+    from bot.data_validation import validate_with_rasa
     from bot.content import ContentStore
     from bot.hotlines import directory_problems, load_regions
 
@@ -129,19 +132,12 @@ def validate_data() -> None:
         click.echo(f"- {problem}", err=True)
     if problems:
         _fail("the content checks failed")
-    project = paths.project_dir()
-    command = [
-        sys.executable, "-m", "rasa", "data", "validate",
-        "--domain", str(project / "domain"),
-        "--data", str(project / "data" / "nlu"), str(project / "data" / "rules"),
-        "--config", str(project / "config.yml"),
-        "--fail-on-warnings",
-    ]
-    result = subprocess.run(command, cwd=str(project), capture_output=True, text=True)
-    if result.returncode != 0:
-        lines = [l for l in (result.stdout + result.stderr).splitlines() if "UserWarning" in l or "Error" in l or "error" in l]
-        click.echo("\n".join(lines[-20:]), err=True)
+    checked = validate_with_rasa(paths.project_dir())
+    for problem in checked.problems[-20:]:
+        click.echo(f"- {problem}", err=True)
+    if checked.problems:
         _fail("rasa data validate failed")
+    return checked.importer
 
 
 @cli.command()

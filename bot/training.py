@@ -11,7 +11,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 from bot import paths
 
@@ -110,6 +110,32 @@ def _cache_bypassed() -> Iterator[None]:
         hooks.TrainingHook.on_before_node, hooks.TrainingHook.on_after_node = before, after
 
 
+@contextlib.contextmanager
+def _importer_reused(importer: Any, config: str, domain: str, training_files: List[str]) -> Iterator[None]:
+    """Rasa's ``train`` reads the domain and every data file again (seconds):
+    given the importer that validated the very same files, it gets that one."""
+    from rasa.shared.importers.importer import TrainingDataImporter
+
+    if importer is None:
+        yield
+        return
+    original = TrainingDataImporter.__dict__["load_from_config"]  # a staticmethod
+    wanted = (config, domain, list(training_files))
+
+    def load_from_config(config_path: Any, domain_path: Any = None, training_data_paths: Any = None,
+                         *more: Any, **options: Any) -> Any:
+        same_files = (config_path, domain_path, list(training_data_paths or [])) == wanted
+        if same_files and not any(more) and not any(options.values()):
+            return importer
+        return original.__func__(config_path, domain_path, training_data_paths, *more, **options)
+
+    TrainingDataImporter.load_from_config = staticmethod(load_from_config)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        TrainingDataImporter.load_from_config = original  # type: ignore[assignment]
+
+
 class FinetuneRefused(RuntimeError):
     """More than phrases changed since the base model: train from scratch."""
 
@@ -119,8 +145,13 @@ def train(
     finetune_from: Optional[Path] = None,
     epoch_fraction: float = 0.5,
     log: Callable[[str], None] = print,
+    importer: Optional[Any] = None,
 ) -> Path:
-    """Trains a model on the project's data and returns its path."""
+    """Trains a model on the project's data and returns its path.
+
+    ``importer``: Rasa's importer that has just validated the same files
+    (``bot.data_validation``), so they are not read again.
+    """
     from rasa.model_training import train as rasa_train
 
     from bot.language import ensure_english_pipeline
@@ -138,11 +169,13 @@ def train(
     name = model_name(fingerprint)
     started = time.perf_counter()
     log(f"training model {name} ({'finetuning ' + finetune_from.name if finetune_from else 'from scratch'})")
-    with _schema_validation_skipped(), (_cache_bypassed() if finetune_from else contextlib.nullcontext()):
+    domain, config, files = str(project_dir / "domain"), str(project_dir / "config.yml"), training_paths(project_dir)
+    with _schema_validation_skipped(), (_cache_bypassed() if finetune_from else contextlib.nullcontext()), \
+            _importer_reused(importer, config, domain, files):
         result = rasa_train(
-            domain=str(project_dir / "domain"),
-            config=str(project_dir / "config.yml"),
-            training_files=training_paths(project_dir),
+            domain=domain,
+            config=config,
+            training_files=files,
             output=str(project_dir / "models"),
             fixed_model_name=name,
             model_to_finetune=str(finetune_from) if finetune_from else None,

@@ -200,3 +200,51 @@ def test_every_command_explains_itself(env: Dict[str, str]) -> None:
                 walk(command, [*prefix, name])
 
     walk(cli, [])
+
+
+BAD_DATA = {
+    "an intent the domain does not list": (
+        "data/nlu/zz_unlisted.yml",
+        "version: \"3.1\"\nnlu:\n- intent: not_in_the_domain\n  examples: |\n    - a phrase for an unknown intent\n",
+        "not_in_the_domain",
+    ),
+    "a rule that runs an action the domain does not list": (
+        "data/rules/zz_unknown_action.yml",
+        "version: \"3.1\"\nrules:\n- rule: a rule with a typo\n  steps:\n  - intent: greet\n  - action: utter_greeet\n",
+        "utter_greeet",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(BAD_DATA))
+def test_train_refuses_data_that_rasa_validate_rejects(mistake: str, tmp_path: Path) -> None:
+    """The checks run in the training process now: they must still stop a broken training, and say why."""
+    copy_project(tmp_path)
+    name, text, named = BAD_DATA[mistake]
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    env = {**os.environ, "BOT_PROJECT_DIR": str(tmp_path), "BOT_VAR_DIR": str(tmp_path / "var"),
+           "BOT_CACHE_DIR": str(PROJECT / "var" / "cache")}
+    result = bot(env, "train", ok=False)
+    assert result.returncode != 0
+    assert "rasa data validate failed" in result.stderr, result.stderr[-2000:]
+    assert named in result.stderr, result.stderr[-2000:]
+    assert "2/2 training" not in result.stdout
+    assert not list((tmp_path / "models").glob("*.tar.gz")), "no model may be trained from broken data"
+
+
+def test_training_reuses_only_the_importer_of_the_very_same_files() -> None:
+    """``bot train`` hands Rasa the importer that validated the files; anything else is loaded as usual."""
+    from rasa.shared.importers.importer import TrainingDataImporter
+
+    from bot.training import _importer_reused, training_paths
+
+    config, domain, files = str(PROJECT / "config.yml"), str(PROJECT / "domain"), training_paths(PROJECT)
+    validated = object()
+    with _importer_reused(validated, config, domain, files):
+        assert TrainingDataImporter.load_from_config(config, domain, files) is validated
+        assert TrainingDataImporter.load_from_config(config, domain, files, None) is validated
+        other = TrainingDataImporter.load_from_config(config, domain, files[:1])
+        assert other is not validated and isinstance(other, TrainingDataImporter)
+        with_args = TrainingDataImporter.load_from_config(config, domain, files, {"augmentation_factor": 0})
+        assert with_args is not validated
+    assert TrainingDataImporter.load_from_config(config, domain, files) is not validated
