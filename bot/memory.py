@@ -13,9 +13,9 @@ garbage collector walks all of them in each full collection: 260-300 ms
 with the event loop stopped, a few times a minute under load, which was the
 p99 of the benchmark's 150 visitors. ``freeze_after_model_load`` moves them
 into the permanent generation (``gc.freeze``) once the model has loaded, so
-full collections only walk what was made since. A model loaded later over
-the HTTP API is not frozen (and the frozen old one is freed by reference
-counting, except for its reference cycles).
+full collections only walk what was made since. A model swapped in later
+over the HTTP API (``bot promote``) is frozen the same way once it serves,
+after the old one is collected (``bot.model_swap``).
 """
 from __future__ import annotations
 

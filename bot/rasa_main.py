@@ -10,6 +10,8 @@
 - Freed memory is given back to the system after the model has loaded and
   then once a minute, and the loaded model is kept out of the garbage
   collector's full collections (``bot.memory``: they took 260-300 ms each).
+- A model sent with ``PUT /model`` (``bot promote``) loads in a worker
+  thread, so the server keeps answering meanwhile (``bot.model_swap``).
 Everything else is ``rasa`` unchanged (``python -m rasa ...``).
 """
 from __future__ import annotations
@@ -32,10 +34,12 @@ def main() -> None:
         install()
     from rasa.__main__ import main as rasa_main
 
+    from bot import model_swap
     from bot.memory import freeze_after_model_load, start_trimming
 
     start_trimming()
     freeze_after_model_load()
+    model_swap.install()
 
     sys.argv[0] = "rasa"
     rasa_main()
