@@ -18,6 +18,8 @@ import requests
 import socketio
 
 from bot.channels.limits import (
+    DEFAULT_DANGER_PER_IP,
+    DEFAULT_DANGER_PER_SENDER,
     DEFAULT_PER_IP,
     DEFAULT_PER_SENDER,
     RateLimiter,
@@ -30,6 +32,7 @@ from tests.conftest import Chat, customs, free_port, write_endpoints
 
 PER_SENDER = "3/30"  # a burst of 3, then one message every 10 s
 PER_IP = "6/600"  # a burst of 6, then one every 100 s
+DANGER_PER_SENDER = "2/600"  # over the limit, two danger messages of a conversation still go through the bot
 TIMEOUT = 60
 
 
@@ -58,6 +61,26 @@ def test_rates_are_read_from_the_environment_and_bad_values_refused() -> None:
         RateLimiter.from_env({"BOT_RATE_PER_IP": "lots"})
     with pytest.raises(ValueError):
         RateLimiter.from_env({"BOT_TRUSTED_PROXIES": "nginx"})
+    limiter = RateLimiter.from_env({})
+    assert str(limiter.danger_senders.rate) == DEFAULT_DANGER_PER_SENDER
+    assert str(limiter.danger_addresses.rate) == DEFAULT_DANGER_PER_IP
+    assert RateLimiter.from_env({"BOT_RATE_DANGER_PER_SENDER": "off"}).danger_senders is None
+    with pytest.raises(ValueError):
+        RateLimiter.from_env({"BOT_RATE_DANGER_PER_IP": "many"})
+
+
+def test_danger_over_the_limit_has_an_allowance_of_its_own() -> None:
+    """Over the limit, a few danger messages still go through the bot; a loop of them does not."""
+    clock = Clock()
+    limiter = RateLimiter(parse_rate("1/60"), None, clock=clock, danger_per_sender=parse_rate("3/60"),
+                          danger_per_ip=parse_rate("5/60"))
+    assert limiter.check("visitor", None).allowed and not limiter.check("visitor", None).allowed
+    assert [limiter.check_danger("visitor", None).allowed for _ in range(5)] == [True] * 3 + [False] * 2
+    assert limiter.check_danger("another visitor", None).allowed  # the allowance is per conversation
+    address = "hashed-address"
+    assert [limiter.check_danger(f"s{i}", address).allowed for i in range(7)] == [True] * 5 + [False] * 2
+    clock.now += 20  # a third of a minute refills one of three
+    assert limiter.check_danger("visitor", None).allowed and not limiter.check_danger("visitor", None).allowed
 
 
 def test_the_defaults_let_a_person_through_and_stop_a_script() -> None:
@@ -147,7 +170,8 @@ def limited_bot(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     work = tmp_path_factory.mktemp("limits")
     action_port, rasa_port = free_port(), free_port()
     endpoints = write_endpoints(work / "endpoints.yml", action_port)
-    env = {"BOT_RATE_PER_SENDER": PER_SENDER, "BOT_RATE_PER_IP": PER_IP, "BOT_TRUSTED_PROXIES": "127.0.0.1"}
+    env = {"BOT_RATE_PER_SENDER": PER_SENDER, "BOT_RATE_PER_IP": PER_IP, "BOT_TRUSTED_PROXIES": "127.0.0.1",
+           "BOT_RATE_DANGER_PER_SENDER": DANGER_PER_SENDER}
     actions = actions_service(port=action_port).start(work)
     rasa = rasa_service(model_path, port=rasa_port, endpoints=str(endpoints), env=env, name="rasa-limits").start(work)
     try:
@@ -170,6 +194,15 @@ def burst(url: str, sender_of: Any, count: int, message: str = "hello", address:
     """``count`` messages at once (each limit is checked when the request arrives, before Rasa)."""
     with ThreadPoolExecutor(max_workers=count) as pool:
         return list(pool.map(lambda i: post(url, sender_of(i), message, address), range(count)))
+
+
+def stored_user_texts(url: str, sender: str) -> List[str]:
+    """What the conversation holds, read back through Rasa's HTTP API."""
+    from bot.keys import api_token
+
+    tracker = requests.get(f"{url}/conversations/{sender}/tracker", params={"token": api_token()}, timeout=TIMEOUT)
+    assert tracker.status_code == 200, tracker.text
+    return [e.get("text") for e in tracker.json()["events"] if e["event"] == "user"]
 
 
 def assert_handoff_first(turn: List[Dict[str, Any]], category: str) -> None:
@@ -196,11 +229,16 @@ def test_a_sender_over_the_limit_gets_429_then_talks_again_after_waiting(limited
     # Other conversations are not affected.
     assert customs(Chat(url).say("why do i miss him"), "answer")[0]["topic"] == "why_miss"
 
-    # Danger is never dropped: over the limit, it gets the handoff (English and Spanish).
-    for text, category in (("he has a gun", "weapon"), ("me quiere matar", "threat")):
+    # Danger is never dropped: over the limit, it gets the handoff (English and Spanish),
+    # through the bot, so the turns are stored for the advocates' review; past the
+    # conversation's danger allowance (2 here), from the channel, not stored.
+    for text, category in (("he has a gun", "weapon"), ("me quiere matar", "threat"), ("he is choking me", "strangulation")):
         response = post(url, sender, text)
         assert response.status_code == 200, response.text
         assert_handoff_first(response.json(), category)
+    stored = stored_user_texts(url, sender)
+    assert stored[-2:] == ["he has a gun", "me quiere matar"], stored
+    assert "he is choking me" not in stored
 
     # After waiting as long as Retry-After says, the conversation goes on.
     deadline = time.monotonic() + 45

@@ -30,12 +30,22 @@ on the same machine (which hides the visitors' addresses) or a local tool
 (tests, ``make eval``, the benchmark). ``BOT_RATE_LIMIT_LOOPBACK=1`` limits
 it too. The per-conversation limit always applies.
 
-A message over the limit that signals danger is never dropped: the channels
-answer it with the crisis handoff (``bot.channels.safety``).
+A message over the limit that signals danger is never dropped. It goes to
+the bot as usual, answered with the crisis handoff and stored for the
+advocates' review like any other turn, while the conversation and the
+address have some of their danger allowance left:
 
-The buckets live in each Rasa server process: with several replicas behind a
-round robin, a visitor's effective limit is the per-process limit times the
-number of replicas.
+- ``BOT_RATE_DANGER_PER_SENDER`` (default ``10/60``) and
+  ``BOT_RATE_DANGER_PER_IP`` (default ``100/60``).
+
+Past the allowance (a script sending danger words in a loop, to get round
+the limit) the channel answers by itself with the same handoff
+(``bot.channels.safety``), without the bot and without storing the turn.
+
+The buckets live in each Rasa server process. deploy/'s nginx keeps a
+conversation on one server, so the per-conversation limits hold as set;
+behind a plain round robin, and per address, a visitor's effective limit is
+the per-process limit times the number of replicas.
 """
 from __future__ import annotations
 
@@ -52,6 +62,8 @@ from typing import Callable, Iterable, List, Mapping, Optional, Tuple, Union
 
 DEFAULT_PER_SENDER = "20/60"
 DEFAULT_PER_IP = "600/60"
+DEFAULT_DANGER_PER_SENDER = "10/60"
+DEFAULT_DANGER_PER_IP = "100/60"
 #: Most buckets kept per limit; the least recently used go first.
 MAX_KEYS = 50_000
 
@@ -202,12 +214,17 @@ class RateLimiter:
         clock: Callable[[], float] = time.monotonic,
         max_keys: int = MAX_KEYS,
         limit_loopback: bool = False,
+        danger_per_sender: Optional[Rate] = None,
+        danger_per_ip: Optional[Rate] = None,
     ) -> None:
         self.clock = clock
         self.trusted = trusted or TrustedProxies()
         self.limit_loopback = limit_loopback
         self.senders = TokenBuckets(per_sender, max_keys, clock) if per_sender else None
         self.addresses = TokenBuckets(per_ip, max_keys, clock) if per_ip else None
+        # Danger over the limit: how much of it still goes through the bot (None: all of it).
+        self.danger_senders = TokenBuckets(danger_per_sender, max_keys, clock) if danger_per_sender else None
+        self.danger_addresses = TokenBuckets(danger_per_ip, max_keys, clock) if danger_per_ip else None
         self._key = secrets.token_bytes(32)  # per process: the hashes mean nothing elsewhere
 
     @classmethod
@@ -218,6 +235,9 @@ class RateLimiter:
             per_ip=parse_rate(env.get("BOT_RATE_PER_IP") or DEFAULT_PER_IP, "BOT_RATE_PER_IP"),
             trusted=TrustedProxies.parse(env.get("BOT_TRUSTED_PROXIES")),
             limit_loopback=(env.get("BOT_RATE_LIMIT_LOOPBACK") or "").strip().lower() in ("1", "true", "yes"),
+            danger_per_sender=parse_rate(env.get("BOT_RATE_DANGER_PER_SENDER") or DEFAULT_DANGER_PER_SENDER,
+                                         "BOT_RATE_DANGER_PER_SENDER"),
+            danger_per_ip=parse_rate(env.get("BOT_RATE_DANGER_PER_IP") or DEFAULT_DANGER_PER_IP, "BOT_RATE_DANGER_PER_IP"),
         )
 
     def address_key(self, peer: Optional[str], forwarded_for: Optional[str] = None) -> Optional[str]:
@@ -236,18 +256,26 @@ class RateLimiter:
 
     def check(self, sender: str, address_key: Optional[str]) -> Verdict:
         """Takes one message from both buckets, or says how long to wait (taking nothing)."""
+        return self._take(self.senders, self.addresses, sender, address_key)
+
+    def check_danger(self, sender: str, address_key: Optional[str]) -> Verdict:
+        """For a message over the limit that signals danger: may it still go through the bot?"""
+        return self._take(self.danger_senders, self.danger_addresses, sender, address_key)
+
+    def _take(self, senders: Optional[TokenBuckets], addresses: Optional[TokenBuckets], sender: str,
+              address_key: Optional[str]) -> Verdict:
         now = self.clock()
         sender_key = self._sender_key(sender)
         waits = []
-        if self.senders is not None:
-            waits.append((self.senders.wait(sender_key, now), "sender"))
-        if self.addresses is not None and address_key:
-            waits.append((self.addresses.wait(address_key, now), "address"))
+        if senders is not None:
+            waits.append((senders.wait(sender_key, now), "sender"))
+        if addresses is not None and address_key:
+            waits.append((addresses.wait(address_key, now), "address"))
         wait, scope = max(waits, default=(0.0, ""))
         if wait > 0:
             return Verdict(False, max(1, math.ceil(wait)), scope)
-        if self.senders is not None:
-            self.senders.take(sender_key, now)
-        if self.addresses is not None and address_key:
-            self.addresses.take(address_key, now)
+        if senders is not None:
+            senders.take(sender_key, now)
+        if addresses is not None and address_key:
+            addresses.take(address_key, now)
         return Verdict(True)

@@ -70,17 +70,20 @@ class SafeRestInput(InputChannel):
             address = self.limiter.address_key(request.ip, request.headers.get("x-forwarded-for"))
             verdict = self.limiter.check(inbound.sender, address)
             if not verdict.allowed:
-                if load_detector().detect(inbound.text) is not None:
-                    logger.warning("rest channel: over the %s rate limit, but danger: crisis handoff", verdict.scope)
+                if load_detector().detect(inbound.text) is None:
+                    logger.info("rest channel: over the %s rate limit", verdict.scope)
+                    return _error(
+                        429,
+                        "rate_limited",
+                        notice_text("rate_limited"),
+                        retry_after=verdict.retry_after,
+                        headers={"Retry-After": str(verdict.retry_after)},
+                    )
+                if not self.limiter.check_danger(inbound.sender, address).allowed:
+                    logger.warning("rest channel: over the %s rate limit and the danger allowance: "
+                                   "crisis handoff from the channel, not stored", verdict.scope)
                     return response.json(emergency_turn(request.app, inbound, inbound.sender))
-                logger.info("rest channel: over the %s rate limit", verdict.scope)
-                return _error(
-                    429,
-                    "rate_limited",
-                    notice_text("rate_limited"),
-                    retry_after=verdict.retry_after,
-                    headers={"Retry-After": str(verdict.retry_after)},
-                )
+                logger.warning("rest channel: over the %s rate limit, but danger: answered as usual", verdict.scope)
 
             collector = CollectingOutputChannel()
             message = UserMessage(

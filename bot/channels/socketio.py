@@ -207,17 +207,23 @@ class SafeSocketIOInput(InputChannel):
             except BadRequest as exc:
                 await output.emit(sid, {"error": "bad_request", "message": str(exc)})
                 return
-            verdict = self.limiter.check(sender, self._addresses.get(sid))
+            address = self._addresses.get(sid)
+            verdict = self.limiter.check(sender, address)
             if not verdict.allowed:
-                if load_detector().detect(inbound.text) is not None:
-                    logger.warning("socket.io channel: over the %s rate limit, but danger: crisis handoff", verdict.scope)
-                    replies = emergency_messages(inbound.text, inbound.metadata.get("region"))
-                else:
+                replies = None
+                if load_detector().detect(inbound.text) is None:
                     logger.info("socket.io channel: over the %s rate limit", verdict.scope)
                     replies = notice_messages("rate_limited", retry_after=verdict.retry_after)
-                for reply in replies:
+                elif not self.limiter.check_danger(sender, address).allowed:
+                    logger.warning("socket.io channel: over the %s rate limit and the danger allowance: "
+                                   "crisis handoff from the channel, not stored", verdict.scope)
+                    replies = emergency_messages(inbound.text, inbound.metadata.get("region"))
+                else:
+                    logger.warning("socket.io channel: over the %s rate limit, but danger: answered as usual", verdict.scope)
+                for reply in replies or []:
                     await output.emit(sender, reply)
-                return
+                if replies is not None:
+                    return
             message = UserMessage(
                 inbound.text, output, sender, input_channel=self.name(), metadata=inbound.metadata
             )
