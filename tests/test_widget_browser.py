@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.browser import AXE, browser, page  # noqa: F401  (fixtures)
 from tests.conftest import PROJECT, free_port
@@ -229,3 +230,33 @@ def test_over_rest_the_widget_sends_its_conversation_id_for_the_load_balancer(pa
     assert sent, "the widget did not fall back to REST"
     header = sent[0].headers.get("x-conversation-id")
     assert header and header == json.loads(sent[0].post_data)["sender"]
+
+
+def test_over_rest_too_many_messages_shows_the_servers_own_slow_down_message(page, web_url: str, bot_url: str) -> None:
+    """A 429 from the real server: the widget shows how long to wait and what to do in danger,
+    not the generic "say it another way" (which would only make a visitor type again at once)."""
+    from bot.build import flat
+    from bot.content import load_content
+
+    page.route_web_socket("**/socket.io/**", lambda ws: ws.close())
+    senders = []
+    page.on("request", lambda request: senders.append(json.loads(request.post_data)["sender"])
+            if request.url == f"{bot_url}/webhooks/rest/webhook" and request.method == "POST" else None)
+    open_chat(page, web_url)
+    send(page, "hello")
+    page.wait_for_selector(".cw-message--bot")
+    assert senders, "the widget did not fall back to REST"
+    # The same conversation uses up its allowance (20 messages a minute) from elsewhere.
+    for _ in range(25):
+        if requests.post(f"{bot_url}/webhooks/rest/webhook", json={"sender": senders[0], "message": "hello"},
+                         timeout=30).status_code == 429:
+            break
+    else:
+        pytest.fail("the conversation was never limited")
+    shown = page.locator(".cw-message--bot, .cw-system")
+    before = shown.count()
+    send(page, "are you still there")
+    shown.nth(before).wait_for()
+    slow_down = flat(load_content().messages["slow_down"])
+    assert bot_messages(page)[-1].split() == slow_down.split()
+    assert page.locator(".cw-system").count() == 0

@@ -470,7 +470,11 @@
         let data = null;
         try { data = await res.json(); } catch (err) { data = null; }
         if (this.exiting) return;
-        if (!res.ok) {
+        if (res.status === 429 && data && typeof data.message === 'string' && data.message.trim()) {
+          // Too many messages: the server's own words (how long to wait, and
+          // what to do in danger), as the socket.io channel sends them.
+          this.receive([{ text: data.message }]);
+        } else if (!res.ok) {
           this.receive([{ error: (data && data.error) || 'http_' + res.status }]);
         } else {
           this.receive(Array.isArray(data) ? data : []);
