@@ -56,9 +56,10 @@ def _as_postgres(args: List[str]) -> List[str]:
 class PostgresServer:
     """initdb + pg_ctl start/stop on a port; ``url`` is a SQLAlchemy URL."""
 
-    def __init__(self, port: Optional[int] = None, max_connections: int = 200) -> None:
+    def __init__(self, port: Optional[int] = None, max_connections: int = 200, durable: bool = False) -> None:
         self.port = port or free_port()
         self.max_connections = max_connections
+        self.durable = durable
         self.root = Path(tempfile.mkdtemp(prefix="bot-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
@@ -76,8 +77,10 @@ class PostgresServer:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def start(self) -> "PostgresServer":
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   f"-c max_connections={self.max_connections}")
+        # Tests do not need their commits on disk (fsync off: faster); the benchmark
+        # measures PostgreSQL as deployed (durable=True: every commit flushed).
+        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+                   f"-c fsync={'on' if self.durable else 'off'} -c max_connections={self.max_connections}")
         subprocess.run(
             _as_postgres([_pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start"]),
             check=True,

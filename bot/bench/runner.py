@@ -226,7 +226,7 @@ def run_benchmark(log: Log = print, only: Optional[List[str]] = None, reuse_base
     actions = actions_service(port=free_port())
     try:
         if any(v.stores == "scaled" for v in variants):
-            infra["postgres"] = PostgresServer().start()
+            infra["postgres"] = PostgresServer(durable=True).start()  # as deployed: every commit on disk
         if any(v.stores in ("scaled", "shared") for v in variants):
             infra["redis"] = RedisServer().start()
         actions.start(work).wait_ready()
@@ -361,8 +361,9 @@ ratios in brackets hold even though the shared machine is noisy.
 - **This bot**: `config.yml` and the project's channels and redacting SQL
   tracker store: one process with a SQLite file (what `make run` starts); the
   scale-out layout of `deploy/` on one machine: two Rasa processes behind
-  nginx, sharing PostgreSQL and the Redis lock store; and three processes
-  behind nginx sharing one SQLite file and the Redis lock store. nginx
+  nginx, sharing PostgreSQL (with every commit flushed to disk, as deployed)
+  and the Redis lock store; and three processes behind nginx sharing one
+  SQLite file (WAL, `synchronous=NORMAL`) and the Redis lock store. nginx
   balances as `deploy/nginx/bot.conf` does: a consistent hash of the
   X-Conversation-Id header the widget sends (and the load generator) keeps
   a conversation on one server. A third process keeps the two cores busy
