@@ -46,12 +46,13 @@ def refreeze_if_served(agent: Any) -> bool:
     """
     if _served_agent() is not agent:
         return False
+    from bot.memory import freeze_loaded_objects
+
     started = time.perf_counter()
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
+    gc.unfreeze()  # the old model back in reach of the collector
+    count = freeze_loaded_objects()
     logger.info("kept %d objects of the loaded model out of garbage collection (%.0f ms, after a model swap)",
-                gc.get_freeze_count(), (time.perf_counter() - started) * 1000)
+                count, (time.perf_counter() - started) * 1000)
     return True
 
 
