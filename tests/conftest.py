@@ -5,11 +5,11 @@ session-wide: starting Rasa takes ~20 s, so one server serves every test.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-import socket
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 import requests
@@ -20,15 +20,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["BOT_SECRET_KEY"] = "test-secret-key-not-for-production"  # servers started by tests inherit it
 
 from bot import paths  # noqa: E402
+from bot.local_services import free_port  # noqa: E402,F401  (the tests import it from here)
 
 PROJECT = paths.project_dir()
 DATA = Path(__file__).parent / "data"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 TEST_SECRET = "test-secret-key-not-for-production"
@@ -46,6 +41,26 @@ def write_endpoints(path: Path, action_port: int, extra: Dict[str, Any] = None, 
     return path
 
 
+@contextlib.contextmanager
+def running_bot(
+    model_path: Path, work: Path, name: str = "rasa", env: Optional[Dict[str, str]] = None, db_url: str = ""
+) -> Iterator[Dict[str, Any]]:
+    """An action server and a Rasa server of their own on free ports, writing into ``work``; stopped after."""
+    from bot.server import actions_service, rasa_service
+
+    action_port, port = free_port(), free_port()
+    endpoints = write_endpoints(work / "endpoints.yml", action_port, db_url=db_url)
+    actions = actions_service(port=action_port).start(work)
+    rasa = rasa_service(model_path, port=port, endpoints=str(endpoints), env=env, name=name).start(work)
+    try:
+        actions.wait_ready()
+        rasa.wait_ready()
+        yield {"url": f"http://127.0.0.1:{port}", "rasa": rasa, "actions": actions, "action_port": action_port, "work": work}
+    finally:
+        rasa.stop()
+        actions.stop()
+
+
 @pytest.fixture(scope="session")
 def model_path() -> Path:
     from bot.training import ensure_model
@@ -59,27 +74,9 @@ WEB_PORT = free_port()  # known before the Rasa server starts: it must allow the
 @pytest.fixture(scope="session")
 def servers(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
     """The action server and the Rasa server, on free ports."""
-    from bot.server import actions_service, rasa_service
-
-    work = tmp_path_factory.mktemp("servers")
-    action_port, rasa_port = free_port(), free_port()
-    endpoints = write_endpoints(work / "endpoints.yml", action_port)
     env = {"BOT_ALLOWED_ORIGINS": f"http://127.0.0.1:{WEB_PORT}"}
-    actions = actions_service(port=action_port).start(work)
-    rasa = rasa_service(model_path, port=rasa_port, endpoints=str(endpoints), env=env).start(work)
-    try:
-        actions.wait_ready()
-        rasa.wait_ready()
-        yield {
-            "url": f"http://127.0.0.1:{rasa_port}",
-            "rasa": rasa,
-            "actions": actions,
-            "action_port": action_port,
-            "work": work,
-        }
-    finally:
-        rasa.stop()
-        actions.stop()
+    with running_bot(model_path, tmp_path_factory.mktemp("servers"), env=env) as bot:
+        yield bot
 
 
 def shared_db_url(work: Path) -> str:

@@ -40,8 +40,7 @@ import pytest
 from bot import paths
 from bot.bench.loadgen import Recorder, _pct, conversation, load_questions, send
 from bot.bench.runner import rss_mb
-from bot.server import actions_service, rasa_service
-from tests.conftest import Chat, customs, free_port, write_endpoints
+from tests.conftest import Chat, customs, running_bot
 
 SECONDS = float(os.environ.get("BOT_SOAK_SECONDS", "600"))
 WARMUP = float(os.environ.get("BOT_SOAK_WARMUP_SECONDS", "60"))
@@ -56,20 +55,9 @@ TIMEOUT = 30.0
 
 @pytest.fixture(scope="module")
 def soak_bot(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
-    work = tmp_path_factory.mktemp("soak")
-    action_port, port = free_port(), free_port()
-    endpoints = write_endpoints(work / "endpoints.yml", action_port)
-    actions = actions_service(port=action_port).start(work)
     # Every simulated visitor comes from this one address: no per-address limit.
-    rasa = rasa_service(model_path, port=port, endpoints=str(endpoints), env={"BOT_RATE_PER_IP": "off"},
-                        name="rasa-soak").start(work)
-    try:
-        actions.wait_ready()
-        rasa.wait_ready()
-        yield {"url": f"http://127.0.0.1:{port}", "rasa": rasa}
-    finally:
-        rasa.stop()
-        actions.stop()
+    with running_bot(model_path, tmp_path_factory.mktemp("soak"), name="rasa-soak", env={"BOT_RATE_PER_IP": "off"}) as bot:
+        yield bot
 
 
 def server_rss_mb(pid: int) -> float:

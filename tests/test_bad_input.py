@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.channels.inbound import MAX_BODY_BYTES, MAX_CHARS
-from tests.conftest import Chat, customs, free_port, write_endpoints
+from tests.conftest import Chat, customs, running_bot
 
 pytestmark = pytest.mark.slow
 
@@ -615,21 +615,9 @@ TEXTS = [WHY_MISS, "what is a trauma bond", "hello", "thank you", "blorp zxqv", 
 @pytest.fixture(scope="module")
 def unlimited_bot(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Rasa server of its own without rate limits (the stress tests are scripts)."""
-    from bot.server import actions_service, rasa_service
-
-    work = tmp_path_factory.mktemp("stress")
-    action_port, rasa_port = free_port(), free_port()
-    endpoints = write_endpoints(work / "endpoints.yml", action_port)
     env = {"BOT_RATE_PER_SENDER": "off", "BOT_RATE_PER_IP": "off"}
-    actions = actions_service(port=action_port).start(work)
-    rasa = rasa_service(model_path, port=rasa_port, endpoints=str(endpoints), env=env, name="rasa-stress").start(work)
-    try:
-        actions.wait_ready()
-        rasa.wait_ready()
-        yield f"http://127.0.0.1:{rasa_port}"
-    finally:
-        rasa.stop()
-        actions.stop()
+    with running_bot(model_path, tmp_path_factory.mktemp("stress"), name="rasa-stress", env=env) as bot:
+        yield bot["url"]
 
 
 def test_a_conversation_of_many_messages_stays_correct_and_as_fast(unlimited_bot: str) -> None:

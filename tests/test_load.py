@@ -21,8 +21,7 @@ import pytest
 
 from bot import paths
 from bot.bench.runner import rss_mb
-from bot.server import actions_service, rasa_service
-from tests.conftest import Chat, customs, free_port, write_endpoints
+from tests.conftest import Chat, customs, running_bot
 
 pytestmark = pytest.mark.slow
 
@@ -43,18 +42,8 @@ def think_range(default: str = "5-10", variable: str = "BOT_LOAD_THINK") -> Tupl
 @pytest.fixture(scope="module")
 def load_bot(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
     """A Rasa server of its own (SQLite tracker store, in-memory lock store) and an action server."""
-    work = tmp_path_factory.mktemp("load")
-    action_port, port = free_port(), free_port()
-    endpoints = write_endpoints(work / "endpoints.yml", action_port)
-    actions = actions_service(port=action_port).start(work)
-    rasa = rasa_service(model_path, port=port, endpoints=str(endpoints), env=LOAD_ENV, name="rasa-load").start(work)
-    try:
-        actions.wait_ready()
-        rasa.wait_ready()
-        yield {"url": f"http://127.0.0.1:{port}", "rasa": rasa, "work": work}
-    finally:
-        rasa.stop()
-        actions.stop()
+    with running_bot(model_path, tmp_path_factory.mktemp("load"), name="rasa-load", env=LOAD_ENV) as bot:
+        yield bot
 
 
 def server_rss_mb(service: Any) -> float:

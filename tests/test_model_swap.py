@@ -19,8 +19,7 @@ import pytest
 import requests
 
 from bot import promote
-from bot.server import actions_service, rasa_service
-from tests.conftest import customs, free_port, write_endpoints
+from tests.conftest import customs, running_bot
 
 pytestmark = pytest.mark.slow
 
@@ -29,18 +28,8 @@ MESSAGES = [("why do i miss him", "answer"), ("he has a gun", "crisis_handoff"),
 
 @pytest.fixture(scope="module")
 def server(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
-    work = tmp_path_factory.mktemp("swap")
-    action_port, port = free_port(), free_port()
-    endpoints = write_endpoints(work / "endpoints.yml", action_port, db_url=f"sqlite:///{work / 'bot.db'}")
-    actions = actions_service(port=action_port).start(work)
-    rasa = rasa_service(model_path, port=port, endpoints=str(endpoints), name="rasa-swap").start(work)
-    try:
-        actions.wait_ready()
-        rasa.wait_ready()
-        yield {"url": f"http://127.0.0.1:{port}", "rasa": rasa}
-    finally:
-        rasa.stop()
-        actions.stop()
+    with running_bot(model_path, tmp_path_factory.mktemp("swap"), name="rasa-swap") as bot:
+        yield bot
 
 
 def keep_writing(url: str, stop: threading.Event, answered: List[Tuple[float, float, bool]]) -> None:

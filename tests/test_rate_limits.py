@@ -28,7 +28,7 @@ from bot.channels.limits import (
     client_address,
     parse_rate,
 )
-from tests.conftest import Chat, customs, free_port, write_endpoints
+from tests.conftest import Chat, customs, running_bot
 
 PER_SENDER = "3/30"  # a burst of 3, then one message every 10 s
 PER_IP = "6/600"  # a burst of 6, then one every 100 s
@@ -165,22 +165,10 @@ def test_loopback_clients_are_limited_per_address_only_when_asked() -> None:
 @pytest.fixture(scope="module")
 def limited_bot(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
     """A Rasa server of its own with low limits, behind a 'proxy' at 127.0.0.1."""
-    from bot.server import actions_service, rasa_service
-
-    work = tmp_path_factory.mktemp("limits")
-    action_port, rasa_port = free_port(), free_port()
-    endpoints = write_endpoints(work / "endpoints.yml", action_port)
     env = {"BOT_RATE_PER_SENDER": PER_SENDER, "BOT_RATE_PER_IP": PER_IP, "BOT_TRUSTED_PROXIES": "127.0.0.1",
            "BOT_RATE_DANGER_PER_SENDER": DANGER_PER_SENDER}
-    actions = actions_service(port=action_port).start(work)
-    rasa = rasa_service(model_path, port=rasa_port, endpoints=str(endpoints), env=env, name="rasa-limits").start(work)
-    try:
-        actions.wait_ready()
-        rasa.wait_ready()
-        yield {"url": f"http://127.0.0.1:{rasa_port}", "rasa": rasa}
-    finally:
-        rasa.stop()
-        actions.stop()
+    with running_bot(model_path, tmp_path_factory.mktemp("limits"), name="rasa-limits", env=env) as bot:
+        yield bot
 
 
 def post(url: str, sender: str, message: str, address: Optional[str] = None) -> requests.Response:

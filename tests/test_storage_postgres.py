@@ -8,9 +8,8 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from bot.server import actions_service, rasa_service
 from bot.storage.tracker_store import conversation_id
-from tests.conftest import TEST_SECRET, Chat, customs, free_port, write_endpoints
+from tests.conftest import TEST_SECRET, Chat, customs, free_port, running_bot
 from tests.postgres import PostgresServer
 from tests.test_storage import PII, secrets_found
 
@@ -29,18 +28,8 @@ def postgres() -> Iterator[PostgresServer]:
 @pytest.fixture(scope="module")
 def pg_bot(postgres: PostgresServer, model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]:
     """A Rasa server on PostgreSQL, started while PostgreSQL is still DOWN."""
-    work = tmp_path_factory.mktemp("pg-bot")
-    action_port, port = free_port(), free_port()
-    endpoints = write_endpoints(work / "endpoints.yml", action_port, db_url=postgres.url)
-    actions = actions_service(port=action_port).start(work)
-    rasa = rasa_service(model_path, port=port, endpoints=str(endpoints), name="rasa-pg").start(work)
-    try:
-        actions.wait_ready()
-        rasa.wait_ready()
-        yield {"url": f"http://127.0.0.1:{port}", "work": work}
-    finally:
-        rasa.stop()
-        actions.stop()
+    with running_bot(model_path, tmp_path_factory.mktemp("pg-bot"), name="rasa-pg", db_url=postgres.url) as bot:
+        yield bot
 
 
 def stored_user_texts(postgres: PostgresServer, sender: str) -> List[str]:
