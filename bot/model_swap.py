@@ -72,13 +72,13 @@ def install() -> None:
         endpoints: Any = None,
     ) -> Any:
         kwargs = dict(model_path=model_path, model_server=model_server, remote_storage=remote_storage, endpoints=endpoints)
+        loop = asyncio.get_running_loop()
         if model_server is not None or remote_storage is not None or getattr(endpoints, "event_broker", None):
             # A model server's client and an event broker belong to the server's own loop.
             agent = await original(**kwargs)
         else:
-            loop = asyncio.get_running_loop()
             agent = await loop.run_in_executor(None, lambda: asyncio.run(original(**kwargs)))
-        asyncio.get_running_loop().call_later(REFREEZE_AFTER, refreeze_if_served, agent)
+        loop.call_later(REFREEZE_AFTER, refreeze_if_served, agent)
         return agent
 
     rasa.server._load_agent = load_agent_off_the_loop

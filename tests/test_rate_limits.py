@@ -23,6 +23,7 @@ from bot.channels.limits import (
     DEFAULT_PER_IP,
     DEFAULT_PER_SENDER,
     RateLimiter,
+    Route,
     TokenBuckets,
     TrustedProxies,
     client_address,
@@ -81,6 +82,20 @@ def test_danger_over_the_limit_has_an_allowance_of_its_own() -> None:
     assert [limiter.check_danger(f"s{i}", address).allowed for i in range(7)] == [True] * 5 + [False] * 2
     clock.now += 20  # a third of a minute refills one of three
     assert limiter.check_danger("visitor", None).allowed and not limiter.check_danger("visitor", None).allowed
+
+
+def test_route_asks_about_danger_only_over_the_limit() -> None:
+    limiter = RateLimiter(parse_rate("1/60"), None, clock=Clock(), danger_per_sender=parse_rate("1/60"))
+    asked: List[str] = []
+
+    def danger(answer: bool) -> Any:
+        return lambda: asked.append("asked") or answer
+
+    assert limiter.route("v", None, danger(True), "test")[0] is Route.BOT and asked == []
+    route, verdict = limiter.route("v", None, danger(False), "test")
+    assert route is Route.SLOW_DOWN and verdict.retry_after >= 1 and asked == ["asked"]
+    assert limiter.route("v", None, danger(True), "test")[0] is Route.BOT  # within the danger allowance
+    assert limiter.route("v", None, danger(True), "test")[0] is Route.CHANNEL_HANDOFF
 
 
 def test_the_defaults_let_a_person_through_and_stop_a_script() -> None:

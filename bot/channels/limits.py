@@ -51,7 +51,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import enum
 import ipaddress
+import logging
 import math
 import os
 import secrets
@@ -59,6 +61,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Mapping, Optional, Tuple, Union
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_PER_SENDER = "20/60"
 DEFAULT_PER_IP = "600/60"
@@ -203,6 +207,14 @@ class Verdict:
     scope: str = ""  # "sender" or "address": which limit was hit
 
 
+class Route(enum.Enum):
+    """Where a channel sends a message once the limits have had their say."""
+
+    BOT = "bot"  # to Rasa, as usual (within the limits, or danger within its allowance)
+    SLOW_DOWN = "slow_down"  # over the limit: the channel asks the visitor to wait
+    CHANNEL_HANDOFF = "channel_handoff"  # danger past its allowance: the channel's own handoff, not stored
+
+
 class RateLimiter:
     """The per-sender and per-address limits of one channel."""
 
@@ -257,6 +269,22 @@ class RateLimiter:
     def check(self, sender: str, address_key: Optional[str]) -> Verdict:
         """Takes one message from both buckets, or says how long to wait (taking nothing)."""
         return self._take(self.senders, self.addresses, sender, address_key)
+
+    def route(self, sender: str, address_key: Optional[str], signals_danger: Callable[[], bool],
+              channel: str) -> Tuple[Route, Verdict]:
+        """Where this message goes; ``signals_danger`` is asked only for a message over the limit."""
+        verdict = self.check(sender, address_key)
+        if verdict.allowed:
+            return Route.BOT, verdict
+        if not signals_danger():
+            logger.info("%s: over the %s rate limit", channel, verdict.scope)
+            return Route.SLOW_DOWN, verdict
+        if not self.check_danger(sender, address_key).allowed:
+            logger.warning("%s: over the %s rate limit and the danger allowance: "
+                           "crisis handoff from the channel, not stored", channel, verdict.scope)
+            return Route.CHANNEL_HANDOFF, verdict
+        logger.warning("%s: over the %s rate limit, but danger: answered as usual", channel, verdict.scope)
+        return Route.BOT, verdict
 
     def check_danger(self, sender: str, address_key: Optional[str]) -> Verdict:
         """For a message over the limit that signals danger: may it still go through the bot?"""

@@ -30,9 +30,8 @@ from rasa.core.channels.channel import CollectingOutputChannel, InputChannel, Us
 
 from bot.channels.admission import Admission, shared_admission
 from bot.channels.inbound import MAX_BODY_BYTES, MAX_CHARS, BadRequest, inbound_from_payload, parse_json_body
-from bot.channels.limits import RateLimiter
-from bot.channels.safety import emergency_turn, notice_messages, notice_text
-from bot.danger import load_detector
+from bot.channels.limits import RateLimiter, Route
+from bot.channels.safety import emergency_turn, notice_messages, notice_text, signals_danger
 
 logger = logging.getLogger(__name__)
 
@@ -68,22 +67,18 @@ class SafeRestInput(InputChannel):
                 return _error(400, "bad_request", str(exc))
 
             address = self.limiter.address_key(request.ip, request.headers.get("x-forwarded-for"))
-            verdict = self.limiter.check(inbound.sender, address)
-            if not verdict.allowed:
-                if load_detector().detect(inbound.text) is None:
-                    logger.info("rest channel: over the %s rate limit", verdict.scope)
-                    return _error(
-                        429,
-                        "rate_limited",
-                        notice_text("rate_limited"),
-                        retry_after=verdict.retry_after,
-                        headers={"Retry-After": str(verdict.retry_after)},
-                    )
-                if not self.limiter.check_danger(inbound.sender, address).allowed:
-                    logger.warning("rest channel: over the %s rate limit and the danger allowance: "
-                                   "crisis handoff from the channel, not stored", verdict.scope)
-                    return response.json(emergency_turn(request.app, inbound, inbound.sender))
-                logger.warning("rest channel: over the %s rate limit, but danger: answered as usual", verdict.scope)
+            route, verdict = self.limiter.route(inbound.sender, address, lambda: signals_danger(inbound.text),
+                                                "rest channel")
+            if route is Route.SLOW_DOWN:
+                return _error(
+                    429,
+                    "rate_limited",
+                    notice_text("rate_limited"),
+                    retry_after=verdict.retry_after,
+                    headers={"Retry-After": str(verdict.retry_after)},
+                )
+            if route is Route.CHANNEL_HANDOFF:
+                return response.json(emergency_turn(request.app, inbound, inbound.sender))
 
             collector = CollectingOutputChannel()
             message = UserMessage(

@@ -37,6 +37,11 @@ def handoff_variation(category: str, region: str, language: str) -> Dict[str, An
     return variations[-1]  # the unconditional default
 
 
+def signals_danger(text: str) -> bool:
+    """Whether the danger detector (``data/danger/``) flags this text."""
+    return load_detector().detect(text or "") is not None
+
+
 def emergency_messages(text: str, region: Optional[str] = None) -> List[Dict[str, Any]]:
     """Messages (``text`` / ``custom``) for a turn that Rasa could not answer."""
     responses = _responses()

@@ -33,9 +33,8 @@ from rasa.core.channels.socketio import SocketBlueprint
 
 from bot.channels.admission import shared_admission
 from bot.channels.inbound import MAX_BODY_BYTES, MAX_CHARS, BadRequest, inbound_from_payload
-from bot.channels.limits import RateLimiter
-from bot.channels.safety import emergency_messages, notice_messages
-from bot.danger import load_detector
+from bot.channels.limits import RateLimiter, Route
+from bot.channels.safety import emergency_messages, notice_messages, signals_danger
 
 logger = logging.getLogger(__name__)
 
@@ -207,23 +206,16 @@ class SafeSocketIOInput(InputChannel):
             except BadRequest as exc:
                 await output.emit(sid, {"error": "bad_request", "message": str(exc)})
                 return
-            address = self._addresses.get(sid)
-            verdict = self.limiter.check(sender, address)
-            if not verdict.allowed:
-                replies = None
-                if load_detector().detect(inbound.text) is None:
-                    logger.info("socket.io channel: over the %s rate limit", verdict.scope)
+            route, verdict = self.limiter.route(sender, self._addresses.get(sid),
+                                                lambda: signals_danger(inbound.text), "socket.io channel")
+            if route is not Route.BOT:
+                if route is Route.SLOW_DOWN:
                     replies = notice_messages("rate_limited", retry_after=verdict.retry_after)
-                elif not self.limiter.check_danger(sender, address).allowed:
-                    logger.warning("socket.io channel: over the %s rate limit and the danger allowance: "
-                                   "crisis handoff from the channel, not stored", verdict.scope)
-                    replies = emergency_messages(inbound.text, inbound.metadata.get("region"))
                 else:
-                    logger.warning("socket.io channel: over the %s rate limit, but danger: answered as usual", verdict.scope)
-                for reply in replies or []:
+                    replies = emergency_messages(inbound.text, inbound.metadata.get("region"))
+                for reply in replies:
                     await output.emit(sender, reply)
-                if replies is not None:
-                    return
+                return
             message = UserMessage(
                 inbound.text, output, sender, input_channel=self.name(), metadata=inbound.metadata
             )
